@@ -1,0 +1,69 @@
+//! What playing a move did, so that a server can show players why scores moved.
+
+use crate::figures::{PlacedFigure, Seat};
+use crate::geometry::{Pos, Rotation};
+use crate::tiles::{SegmentKind, TileId};
+use serde::{Deserialize, Serialize};
+
+/// One thing that happened during a move, in the order it happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// `player` drew `tile` and must place it.
+    TileDrawn {
+        player: Seat,
+        tile: TileId,
+    },
+    /// `tile` fitted nowhere and left the game; `player` draws again.
+    TileDiscarded {
+        player: Seat,
+        tile: TileId,
+    },
+    TilePlaced {
+        player: Seat,
+        tile: TileId,
+        pos: Pos,
+        rotation: Rotation,
+    },
+    FigurePlaced {
+        figure: PlacedFigure,
+    },
+    /// The player placed no figure and took no other action.
+    Passed {
+        player: Seat,
+    },
+    /// The abbot came home and scored its monastery or garden as it stood.
+    AbbotRecalled {
+        figure: PlacedFigure,
+        points: u32,
+    },
+    /// A festival tile let the player take this figure back, unscored.
+    FigureTakenBack {
+        figure: PlacedFigure,
+    },
+    FeatureScored(FeatureScore),
+    GameOver {
+        final_scores: Vec<u32>,
+        winners: Vec<Seat>,
+    },
+}
+
+/// A feature that was scored: completed during the game, or unfinished (and every farm)
+/// at the end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FeatureScore {
+    pub kind: SegmentKind,
+    /// True when the feature was completed during the game; false for end-of-game scoring.
+    pub completed: bool,
+    /// What each scoring player earned.
+    pub points: u32,
+    /// The players with the most weight on the feature; all of them score `points`.
+    pub scorers: Vec<Seat>,
+    /// The cells the feature covers, each once.
+    pub tiles: Vec<Pos>,
+    /// The figures on it. After a completion during the game they are back in supply.
+    pub figures: Vec<PlacedFigure>,
+    /// For a farm: how many completed cities it supplies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_cities: Option<u32>,
+}

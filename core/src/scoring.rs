@@ -1,0 +1,234 @@
+//! Scoring: features completed during the game, and the end-of-game scoring.
+//!
+//! | Feature               | Completed                  | At the end               |
+//! |-----------------------|----------------------------|--------------------------|
+//! | Road                  | 1 per tile                 | 1 per tile               |
+//! | Road with an inn      | 2 per tile                 | 0                        |
+//! | City                  | 2 per tile + 2 per pennant | 1 per tile + 1 per pennant |
+//! | City with a cathedral | 3 per tile + 3 per pennant | 0                        |
+//! | Monastery / garden    | 9                          | 1 + surrounding tiles    |
+//! | Farm                  | -                          | `farmer_city_points` per completed city |
+//!
+//! Tiles are counted once per feature however many of their segments it holds. The
+//! players with the most weight on a feature (a big meeple weighs two) all score in full.
+
+use crate::events::{Event, FeatureScore};
+use crate::features::NodeId;
+use crate::figures::{PlacedFigure, Seat};
+use crate::game::{Game, leaders};
+use crate::geometry::Pos;
+use crate::tiles::SegmentKind;
+use std::iter::once;
+
+impl Game {
+    /// Scores every road, city, monastery and garden the tile at `placed` completed, and
+    /// sends their figures home.
+    pub(crate) fn score_completed_features(&mut self, placed: usize, events: &mut Vec<Event>) {
+        let tile = self.board.placed()[placed];
+        let mut scored_roots: Vec<NodeId> = Vec::new();
+        for (index, segment) in tile.def().segments.iter().enumerate() {
+            if !matches!(segment.kind(), SegmentKind::Road | SegmentKind::City) {
+                continue;
+            }
+            let root = self.features.find(tile.node_base + index as u32);
+            if self.features.stats(root).open_edges == 0 && !scored_roots.contains(&root) {
+                scored_roots.push(root);
+                let figure_nodes = self.figure_nodes(root);
+                let score = self.score_feature(root, true);
+                for node in figure_nodes {
+                    self.return_home(node);
+                }
+                events.push(Event::FeatureScored(score));
+            }
+        }
+        for pos in once(tile.pos).chain(tile.pos.surrounding()) {
+            if self.board.surrounding_tiles(pos) == 8 {
+                for node in self.centre_nodes_at(pos) {
+                    let score = self.score_centre(node, true);
+                    if !score.figures.is_empty() {
+                        self.return_home(node);
+                    }
+                    events.push(Event::FeatureScored(score));
+                }
+            }
+        }
+    }
+
+    /// Scores what is unfinished, in the order roads, cities, monasteries and gardens,
+    /// then farms, and announces the winners.
+    pub(crate) fn score_end_of_game(&mut self, events: &mut Vec<Event>) {
+        let claimed = |game: &Game, kind: SegmentKind| -> Vec<NodeId> {
+            game.features
+                .roots()
+                .filter(|&root| game.features.node(root).kind == kind)
+                .filter(|&root| game.features.stats(root).figures > 0)
+                .collect()
+        };
+        let mut order = vec![SegmentKind::Road, SegmentKind::City];
+        order.extend([SegmentKind::Monastery, SegmentKind::Garden]);
+        if self.rules.farmers {
+            order.push(SegmentKind::Field);
+        }
+        for kind in order {
+            for root in claimed(self, kind) {
+                let score = match kind {
+                    SegmentKind::Monastery | SegmentKind::Garden => self.score_centre(root, false),
+                    _ => self.score_feature(root, false),
+                };
+                events.push(Event::FeatureScored(score));
+            }
+        }
+        events.push(Event::GameOver {
+            final_scores: self.scores.clone(),
+            winners: leaders(&self.scores),
+        });
+    }
+
+    /// Scores the road, city or field whose root is `root` and credits its majority.
+    fn score_feature(&mut self, root: NodeId, completed: bool) -> FeatureScore {
+        let kind = self.features.node(root).kind;
+        let stats = self.features.stats(root);
+        let tiles = self.feature_tiles(root);
+        let count = tiles.len() as u32;
+        let mut completed_cities = None;
+        let points = match kind {
+            SegmentKind::Road => count * road_value(stats.inn, completed),
+            SegmentKind::City => (count + stats.pennants) * city_value(stats.cathedral, completed),
+            SegmentKind::Field => {
+                let cities = self.completed_cities_bordering(root);
+                completed_cities = Some(cities);
+                cities * self.rules.farmer_city_points
+            }
+            _ => 0,
+        };
+        let figures = self.feature_figures(root);
+        let scorers = self.credit_majority(&figures, points);
+        FeatureScore {
+            kind,
+            completed,
+            points,
+            scorers,
+            tiles,
+            figures,
+            completed_cities,
+        }
+    }
+
+    /// Scores a monastery or garden: 9 when surrounded, else 1 + its neighbours.
+    fn score_centre(&mut self, node: NodeId, completed: bool) -> FeatureScore {
+        let pos = self.node_pos(node);
+        let points = 1 + self.board.surrounding_tiles(pos);
+        let figures: Vec<PlacedFigure> = self.placed_figure(node).into_iter().collect();
+        let scorers = self.credit_majority(&figures, points);
+        FeatureScore {
+            kind: self.features.node(node).kind,
+            completed,
+            points,
+            scorers,
+            tiles: once(pos)
+                .chain(pos.surrounding())
+                .filter(|&p| self.board.index_at(p).is_some())
+                .collect(),
+            figures,
+            completed_cities: None,
+        }
+    }
+
+    /// Adds `points` to every player with the most weight among `figures`.
+    fn credit_majority(&mut self, figures: &[PlacedFigure], points: u32) -> Vec<Seat> {
+        let mut weight = vec![0u32; self.scores.len()];
+        for figure in figures {
+            weight[figure.player as usize] += figure.figure.weight();
+        }
+        if figures.is_empty() {
+            return Vec::new();
+        }
+        let scorers = leaders(&weight);
+        for &seat in &scorers {
+            self.scores[seat as usize] += points;
+        }
+        scorers
+    }
+
+    fn figure_nodes(&self, root: NodeId) -> Vec<NodeId> {
+        self.features
+            .members(root)
+            .filter(|&node| self.features.node(node).figure.is_some())
+            .collect()
+    }
+
+    /// The cells of a feature, each once, in the order the feature reaches them.
+    fn feature_tiles(&self, root: NodeId) -> Vec<Pos> {
+        let mut tiles: Vec<u32> = self
+            .features
+            .members(root)
+            .map(|node| self.features.node(node).tile)
+            .collect();
+        tiles.sort_unstable();
+        tiles.dedup();
+        tiles
+            .into_iter()
+            .map(|tile| self.board.placed()[tile as usize].pos)
+            .collect()
+    }
+
+    fn feature_figures(&self, root: NodeId) -> Vec<PlacedFigure> {
+        let mut figures: Vec<PlacedFigure> = self
+            .figure_nodes(root)
+            .into_iter()
+            .filter_map(|node| self.placed_figure(node))
+            .collect();
+        figures.sort();
+        figures
+    }
+
+    /// How many distinct completed cities the farm `root` borders.
+    fn completed_cities_bordering(&self, root: NodeId) -> u32 {
+        let mut cities: Vec<NodeId> = Vec::new();
+        for node in self.features.members(root) {
+            let info = self.features.node(node);
+            let tile = self.board.placed()[info.tile as usize];
+            for &city in &tile.def().segments[info.segment as usize].borders {
+                let city_root = self.features.find(tile.node_base + city as u32);
+                if self.features.stats(city_root).open_edges == 0 {
+                    cities.push(city_root);
+                }
+            }
+        }
+        cities.sort_unstable();
+        cities.dedup();
+        cities.len() as u32
+    }
+
+    fn centre_nodes_at(&self, pos: Pos) -> Vec<NodeId> {
+        let Some(tile) = self.board.tile_at(pos) else {
+            return Vec::new();
+        };
+        let def = tile.def();
+        def.segments
+            .iter()
+            .enumerate()
+            .filter(|(_, segment)| {
+                matches!(segment.kind(), SegmentKind::Monastery | SegmentKind::Garden)
+            })
+            .map(|(index, _)| tile.node_base + index as u32)
+            .collect()
+    }
+}
+
+fn road_value(inn: bool, completed: bool) -> u32 {
+    match (inn, completed) {
+        (true, true) => 2,
+        (true, false) => 0,
+        (false, _) => 1,
+    }
+}
+
+fn city_value(cathedral: bool, completed: bool) -> u32 {
+    match (cathedral, completed) {
+        (true, true) => 3,
+        (true, false) => 0,
+        (false, true) => 2,
+        (false, false) => 1,
+    }
+}
