@@ -1,0 +1,325 @@
+//! Persistence for the Carcassonne server, on Postgres or an embedded SQLite file.
+//!
+//! A game is its setup (the lobby row: rules, seats, seed) plus its ordered move log.
+//! The server's game actor writes every accepted command here *before* it acknowledges
+//! or broadcasts it, and rebuilds unfinished games at start-up by replaying their logs
+//! through the engine. A finished game is written once, in one transaction, with its
+//! summary, and is then served by the match-history queries.
+//!
+//! This crate knows nothing of sockets or HTTP: it takes and returns plain rows.
+//!
+//! Every change to a lobby or game carries the game's new `seq` (the number of the update
+//! the server will broadcast for it), and the store keeps `lobbies.seq` equal to the last
+//! one written, so sequence numbers survive restarts.
+
+use carcassonne_core::{Expansion, Move, Rules};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type Millis = i64;
+
+/// Which database a [`Store`] talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or timed out; the caller may try again.
+    #[error("the database is unavailable: {0}")]
+    Unavailable(String),
+    /// A uniqueness rule was broken: a `seq` or a `(seat, command_id)` already written.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A row that must exist does not.
+    #[error("not found")]
+    NotFound,
+    /// Stored data could not be decoded (a bug or a hand-edited database).
+    #[error("corrupt data: {0}")]
+    Corrupt(String),
+    /// The URL or the migrations are wrong.
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// A lasting player identity. The secret is only ever stored hashed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlayerRow {
+    pub id: Uuid,
+    pub display_name: String,
+    pub secret_hash: String,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LobbyStatus {
+    /// Taking seats.
+    Open,
+    Playing,
+    Finished,
+    Cancelled,
+}
+
+/// A lobby, which becomes a game with the same id when it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LobbyRow {
+    pub id: Uuid,
+    pub name: String,
+    pub public: bool,
+    /// Needed to join a private lobby; `None` for public ones.
+    pub invite_code: Option<String>,
+    pub seat_count: u8,
+    pub rules: Rules,
+    pub status: LobbyStatus,
+    /// Set when the game starts: the stack is `deck::shuffled_stack(rules, seed)`.
+    pub seed: Option<u64>,
+    /// The last update number written for this lobby or game.
+    pub seq: u64,
+    pub created_at: Millis,
+    pub started_at: Option<Millis>,
+    pub finished_at: Option<Millis>,
+}
+
+/// A taken seat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeatRow {
+    pub seat: u8,
+    pub display_name: String,
+    /// The lasting identity that joined, if the player was not a guest.
+    pub player_id: Option<Uuid>,
+    /// SHA-256 of the seat token, hex.
+    pub token_hash: String,
+    /// The seat of the player who created the lobby (who may start or cancel it).
+    pub creator: bool,
+    pub joined_at: Millis,
+}
+
+/// One accepted command of a game, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveRow {
+    pub seq: u64,
+    pub seat: u8,
+    /// The client-chosen command id, unique per game and seat.
+    pub command_id: String,
+    pub mv: Move,
+    pub created_at: Millis,
+}
+
+/// An unfinished lobby or game, everything needed to bring it back to life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveGame {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    /// In `seq` order.
+    pub moves: Vec<MoveRow>,
+}
+
+/// A seat's result in a finished match.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchSeat {
+    pub seat: u8,
+    pub display_name: String,
+    pub player_id: Option<Uuid>,
+    pub score: u32,
+    pub winner: bool,
+}
+
+/// Everything written when a game ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedMatch {
+    pub id: Uuid,
+    pub name: String,
+    pub rules: Rules,
+    pub started_at: Millis,
+    pub finished_at: Millis,
+    /// Tiles placed, the start tile not counted.
+    pub tiles_placed: u32,
+    pub seats: Vec<MatchSeat>,
+    /// Per-feature scoring (the engine's `FeatureScored` events), as JSON.
+    pub breakdown: serde_json::Value,
+    /// The game record of `notation.md`, as JSON.
+    pub record: serde_json::Value,
+}
+
+/// A finished match as lists show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchSummary {
+    pub id: Uuid,
+    pub name: String,
+    pub rules: Rules,
+    pub player_count: u8,
+    pub started_at: Millis,
+    pub finished_at: Millis,
+    pub tiles_placed: u32,
+    pub seats: Vec<MatchSeat>,
+}
+
+/// One match with its scoring breakdown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchDetail {
+    pub summary: MatchSummary,
+    pub breakdown: serde_json::Value,
+}
+
+/// Filters for the match list; every given filter must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatchFilter {
+    /// Matches this player identity took a seat in.
+    pub player: Option<Uuid>,
+    /// Finished at or after.
+    pub from: Option<Millis>,
+    /// Finished before.
+    pub to: Option<Millis>,
+    /// Matches whose rules include every one of these expansions.
+    pub expansions: Vec<Expansion>,
+    /// Matches with exactly this many seats.
+    pub players: Option<u8>,
+}
+
+/// Where a page of matches ends: lists run newest first by `(finished_at, id)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatchCursor {
+    pub finished_at: Millis,
+    pub id: Uuid,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchPage {
+    pub items: Vec<MatchSummary>,
+    /// Pass back to get the next page; `None` on the last page.
+    pub next: Option<MatchCursor>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlayerStats {
+    pub games: u64,
+    pub wins: u64,
+    /// Mean final score over the player's matches; 0 with no matches.
+    pub average_score: f64,
+}
+
+/// A connection pool to Postgres or SQLite, with the schema migrated.
+#[derive(Clone, Debug)]
+pub struct Store {}
+
+impl Store {
+    /// Connects to `url` (`postgres://...` or `sqlite://path`, the file created when
+    /// missing) and applies the migrations in `migrations/`.
+    pub async fn connect(url: &str) -> Result<Store, StoreError> {
+        todo!("{url}")
+    }
+
+    pub fn backend(&self) -> Backend {
+        todo!()
+    }
+
+    /// A cheap round trip, for health checks.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        todo!()
+    }
+
+    pub async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
+        todo!("{player:?}")
+    }
+
+    pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
+        todo!("{id}")
+    }
+
+    /// Writes a new open lobby with its creator's seat.
+    pub async fn create_lobby(&self, lobby: &LobbyRow, creator: &SeatRow) -> Result<(), StoreError> {
+        todo!("{lobby:?} {creator:?}")
+    }
+
+    pub async fn lobby(&self, id: Uuid) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        todo!("{id}")
+    }
+
+    /// Open public lobbies, newest first, `limit` of them after skipping `offset`.
+    pub async fn open_public_lobbies(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        todo!("{offset} {limit}")
+    }
+
+    /// Adds a seat to an open lobby and sets its `seq`.
+    pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
+        todo!("{lobby} {seat:?} {seq}")
+    }
+
+    /// Frees a seat of an open lobby and sets its `seq`.
+    pub async fn remove_seat(&self, lobby: Uuid, seat: u8, seq: u64) -> Result<(), StoreError> {
+        todo!("{lobby} {seat} {seq}")
+    }
+
+    /// Starts the game: replaces the seats by `seats` (renumbered when the order was
+    /// shuffled), stores the seed, status `Playing`, and sets `seq`.
+    pub async fn start_game(
+        &self,
+        lobby: Uuid,
+        seats: &[SeatRow],
+        seed: u64,
+        started_at: Millis,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        todo!("{lobby} {seats:?} {seed} {started_at} {seq}")
+    }
+
+    /// Cancels an open lobby and sets its `seq`.
+    pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
+        todo!("{lobby} {seq}")
+    }
+
+    /// Appends an accepted command to a game's log and sets the game's `seq` to its
+    /// `seq`, in one transaction. [`StoreError::Conflict`] when that `seq` or that
+    /// `(seat, command_id)` is already written.
+    pub async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
+        todo!("{game} {mv:?}")
+    }
+
+    /// Writes a game's last command together with its result, in one transaction: the
+    /// move, status `Finished`, `finished_at`, and the match rows.
+    pub async fn finish_game(
+        &self,
+        game: Uuid,
+        last: &MoveRow,
+        result: &FinishedMatch,
+    ) -> Result<(), StoreError> {
+        todo!("{game} {last:?} {result:?}")
+    }
+
+    /// Every open or playing lobby with its seats and move log, to restore at start-up.
+    pub async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
+        todo!()
+    }
+
+    /// Finished matches, newest first, after `after`, at most `limit` of them.
+    pub async fn matches(
+        &self,
+        filter: &MatchFilter,
+        after: Option<MatchCursor>,
+        limit: u32,
+    ) -> Result<MatchPage, StoreError> {
+        todo!("{filter:?} {after:?} {limit}")
+    }
+
+    pub async fn match_detail(&self, id: Uuid) -> Result<Option<MatchDetail>, StoreError> {
+        todo!("{id}")
+    }
+
+    /// The stored game record of a finished match.
+    pub async fn match_record(&self, id: Uuid) -> Result<Option<serde_json::Value>, StoreError> {
+        todo!("{id}")
+    }
+
+    /// Games, wins and average score of a player identity; `None` if it does not exist.
+    pub async fn player_stats(&self, id: Uuid) -> Result<Option<PlayerStats>, StoreError> {
+        todo!("{id}")
+    }
+}
