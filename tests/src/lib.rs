@@ -1,1 +1,13 @@
-//! Shared helpers for the end-to-end tests live in `tests/tests`.
+//! The end-to-end harness: start the real `carcassonne-server` binary on a free port
+//! against a real database, and talk to it over real HTTP and WebSocket connections.
+//!
+//! * [`database`]: a fresh SQLite file or a fresh Postgres database per test.
+//! * [`server`]: the server process, started, killed (SIGKILL) or drained (SIGTERM).
+//! * [`client`]: a REST client and a WebSocket client that mirrors the public state by
+//!   applying every patch and checks that `seq` never skips.
+//! * [`table`]: several clients seated at one game, playing it move by move.
+
+pub mod client;
+pub mod database;
+pub mod server;
+pub mod table;

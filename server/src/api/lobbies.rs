@@ -1,0 +1,355 @@
+//! Lobbies over REST: create, list, show, join, leave, start, cancel.
+//!
+//! Reads come from the database; every change goes through the lobby's room actor, which
+//! commits it and broadcasts it to the lobby's WebSocket clients. A seat token is
+//! returned once, by `create` (the creator's seat) or `join`; `leave`, `start` and
+//! `cancel` take it as `Authorization: Bearer TOKEN`.
+
+use crate::api::extract::{AppJson, AppPath, AppQuery};
+use crate::api::players::{Identity, resolve_identity};
+use crate::auth::{Token, bearer_token, invite_code};
+use crate::clock::{now_millis, rfc3339};
+use crate::error::{AppError, ErrorResponse};
+use crate::rooms::actor::Room;
+use crate::rooms::view::{SeatView, seat_views};
+use crate::rooms::{RoomHandle, RoomRequest};
+use crate::state::AppState;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use carcassonne_core::Rules;
+use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+const MAX_LOBBY_NAME_CHARS: usize = 64;
+const MAX_PAGE_SIZE: u32 = 100;
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateLobby {
+    pub name: String,
+    /// Seats offered: 2 to 5, or 6 with Inns & Cathedrals.
+    pub seats: u8,
+    /// Rules options as in `notation.md`; `{}` is the base game.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub rules: Rules,
+    /// Public lobbies are listed and open to spectators; private ones need the invite code.
+    #[serde(default = "public_by_default")]
+    pub public: bool,
+    /// The creator, who takes seat 0.
+    #[serde(flatten)]
+    pub creator: Identity,
+}
+
+fn public_by_default() -> bool {
+    true
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct JoinLobby {
+    #[serde(flatten)]
+    pub player: Identity,
+    pub invite_code: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartLobby {
+    /// Shuffle the seat order before the game starts (seat 0 plays first).
+    #[serde(default)]
+    pub randomize_seats: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LobbyView {
+    pub id: Uuid,
+    pub name: String,
+    #[schema(value_type = String)]
+    pub status: LobbyStatus,
+    pub public: bool,
+    #[schema(value_type = Object)]
+    pub rules: Rules,
+    pub seat_count: u8,
+    pub seats: Vec<SeatView>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Where to connect for live updates and play.
+    pub websocket: String,
+}
+
+/// A seat granted to the caller. The token is shown only here.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeatGranted {
+    pub lobby: LobbyView,
+    pub seat: u8,
+    pub seat_token: String,
+    /// For the creator of a private lobby: the code others need to join or watch.
+    pub invite_code: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct PageQuery {
+    /// 1-based page number.
+    pub page: Option<u32>,
+    /// Lobbies per page, at most 100.
+    pub per_page: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LobbyPage {
+    pub items: Vec<LobbyView>,
+    pub page: u32,
+    pub per_page: u32,
+}
+
+pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
+    LobbyView {
+        id: lobby.id,
+        name: lobby.name.clone(),
+        status: lobby.status,
+        public: lobby.public,
+        rules: lobby.rules.clone(),
+        seat_count: lobby.seat_count,
+        seats: seat_views(seats),
+        created_at: rfc3339(lobby.created_at),
+        started_at: lobby.started_at.map(rfc3339),
+        finished_at: lobby.finished_at.map(rfc3339),
+        websocket: format!("/ws/games/{}", lobby.id),
+    }
+}
+
+fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
+    let name = body.name.trim();
+    let length = name.chars().count();
+    if length == 0 || length > MAX_LOBBY_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(AppError::BadRequest(format!(
+            "a lobby name is 1 to {MAX_LOBBY_NAME_CHARS} printable characters"
+        )));
+    }
+    let max = body.rules.max_players();
+    if !(2..=max).contains(&body.seats) {
+        return Err(AppError::BadRequest(format!(
+            "a lobby with these rules has 2 to {max} seats"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+#[utoipa::path(post, path = "/api/lobbies", tag = "lobbies",
+    request_body = CreateLobby,
+    responses((status = 201, body = SeatGranted), (status = 400, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+pub async fn create_lobby(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<CreateLobby>,
+) -> Result<(StatusCode, Json<SeatGranted>), AppError> {
+    let name = validate_new_lobby(&body)?;
+    let (creator_name, player_id) = resolve_identity(&state.store, body.creator).await?;
+    let now = now_millis();
+    let lobby = LobbyRow {
+        id: Uuid::new_v4(),
+        name,
+        public: body.public,
+        invite_code: (!body.public).then(invite_code),
+        seat_count: body.seats,
+        rules: body.rules,
+        status: LobbyStatus::Open,
+        seed: None,
+        seq: 0,
+        created_at: now,
+        started_at: None,
+        finished_at: None,
+    };
+    let token = Token::generate();
+    let seat = SeatRow {
+        seat: 0,
+        display_name: creator_name,
+        player_id,
+        token_hash: token.hash(),
+        creator: true,
+        joined_at: now,
+    };
+    state
+        .store
+        .create_lobby(&lobby, &seat)
+        .await
+        .map_err(AppError::from_store)?;
+    let view = lobby_view(&lobby, std::slice::from_ref(&seat));
+    let invite_code = lobby.invite_code.clone();
+    state.spawn_room(Room::open(
+        lobby,
+        vec![seat],
+        state.store.clone(),
+        state.metrics.clone(),
+    ));
+    let granted = SeatGranted {
+        lobby: view,
+        seat: 0,
+        seat_token: token.reveal().to_owned(),
+        invite_code,
+    };
+    Ok((StatusCode::CREATED, Json(granted)))
+}
+
+#[utoipa::path(get, path = "/api/lobbies", tag = "lobbies", params(PageQuery),
+    responses((status = 200, body = LobbyPage, description = "Open public lobbies, newest first")))]
+pub async fn list_lobbies(
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<PageQuery>,
+) -> Result<Json<LobbyPage>, AppError> {
+    let page = query.page.unwrap_or(1).max(1);
+    let per_page = query.per_page.unwrap_or(20).clamp(1, MAX_PAGE_SIZE);
+    let offset = (page - 1).saturating_mul(per_page);
+    let rows = state
+        .store
+        .open_public_lobbies(offset, per_page)
+        .await
+        .map_err(AppError::from_store)?;
+    let items = rows
+        .iter()
+        .map(|(lobby, seats)| lobby_view(lobby, seats))
+        .collect();
+    Ok(Json(LobbyPage {
+        items,
+        page,
+        per_page,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/lobbies/{id}", tag = "lobbies",
+    params(("id" = Uuid, Path, description = "lobby id")),
+    responses((status = 200, body = LobbyView), (status = 404, body = ErrorResponse)))]
+pub async fn show_lobby(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<LobbyView>, AppError> {
+    let (lobby, seats) = state
+        .store
+        .lobby(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::NotFound("no lobby with this id"))?;
+    Ok(Json(lobby_view(&lobby, &seats)))
+}
+
+/// The live room of a lobby, or why there is none.
+async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppError> {
+    if let Some(room) = state.rooms.get(id) {
+        return Ok(room);
+    }
+    match state.store.lobby(id).await.map_err(AppError::from_store)? {
+        Some((lobby, _)) if lobby.status == LobbyStatus::Finished => {
+            Err(AppError::LobbyNotOpen("finished"))
+        }
+        Some((lobby, _)) if lobby.status == LobbyStatus::Cancelled => {
+            Err(AppError::LobbyNotOpen("cancelled"))
+        }
+        _ => Err(AppError::NotFound("no lobby with this id")),
+    }
+}
+
+#[utoipa::path(post, path = "/api/lobbies/{id}/join", tag = "lobbies",
+    params(("id" = Uuid, Path, description = "lobby id")), request_body = JoinLobby,
+    responses((status = 200, body = SeatGranted), (status = 403, body = ErrorResponse, description = "bad invite code"),
+        (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse, description = "full, already seated, or not open")))]
+pub async fn join_lobby(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    AppJson(body): AppJson<JoinLobby>,
+) -> Result<Json<SeatGranted>, AppError> {
+    let room = live_room(&state, id).await?;
+    let (name, player_id) = resolve_identity(&state.store, body.player).await?;
+    let invite_code = body.invite_code;
+    let joined = room
+        .ask(|reply| RoomRequest::Join {
+            name,
+            player_id,
+            invite_code,
+            reply,
+        })
+        .await?;
+    let lobby = current_view(&state, id).await?;
+    Ok(Json(SeatGranted {
+        lobby,
+        seat: joined.seat,
+        seat_token: joined.token.reveal().to_owned(),
+        invite_code: None,
+    }))
+}
+
+async fn current_view(state: &AppState, id: Uuid) -> Result<LobbyView, AppError> {
+    let (lobby, seats) = state
+        .store
+        .lobby(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::NotFound("no lobby with this id"))?;
+    Ok(lobby_view(&lobby, &seats))
+}
+
+#[utoipa::path(post, path = "/api/lobbies/{id}/leave", tag = "lobbies",
+    params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
+    responses((status = 204, description = "Seat freed (the creator leaving cancels the lobby)"),
+        (status = 401, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+pub async fn leave_lobby(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
+) -> Result<StatusCode, AppError> {
+    let token_hash = bearer_token(&headers)?.hash();
+    let room = live_room(&state, id).await?;
+    room.ask(|reply| RoomRequest::Leave { token_hash, reply })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/lobbies/{id}/start", tag = "lobbies",
+    params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
+    request_body(content = Option<StartLobby>, description = "optional"),
+    responses((status = 200, body = LobbyView), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse, description = "not the creator"), (status = 409, body = ErrorResponse)))]
+pub async fn start_lobby(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<LobbyView>, AppError> {
+    let token_hash = bearer_token(&headers)?.hash();
+    let randomize_seats = start_options(&body)?.randomize_seats;
+    let room = live_room(&state, id).await?;
+    room.ask(|reply| RoomRequest::Start {
+        token_hash,
+        randomize_seats,
+        reply,
+    })
+    .await?;
+    Ok(Json(current_view(&state, id).await?))
+}
+
+/// The optional body of `start`: empty means the defaults.
+fn start_options(body: &[u8]) -> Result<StartLobby, AppError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(StartLobby::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|error| AppError::BadRequest(format!("bad start options: {error}")))
+}
+
+#[utoipa::path(post, path = "/api/lobbies/{id}/cancel", tag = "lobbies",
+    params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
+    responses((status = 200, body = LobbyView), (status = 401, body = ErrorResponse),
+        (status = 403, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+pub async fn cancel_lobby(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
+) -> Result<Json<LobbyView>, AppError> {
+    let token_hash = bearer_token(&headers)?.hash();
+    let room = live_room(&state, id).await?;
+    room.ask(|reply| RoomRequest::Cancel { token_hash, reply })
+        .await?;
+    Ok(Json(current_view(&state, id).await?))
+}

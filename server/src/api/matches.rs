@@ -1,0 +1,245 @@
+//! Match history: finished games, newest first, with filters and cursor paging.
+
+use crate::api::extract::{AppPath, AppQuery};
+use crate::clock::{parse_rfc3339, rfc3339};
+use crate::error::{AppError, ErrorResponse};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use carcassonne_core::{Expansion, Rules};
+use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchSummary};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+const MAX_LIMIT: u32 = 100;
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct MatchQuery {
+    /// Only matches this player identity played.
+    pub player: Option<Uuid>,
+    /// Finished at or after this RFC 3339 time.
+    pub from: Option<String>,
+    /// Finished before this RFC 3339 time.
+    pub to: Option<String>,
+    /// Comma-separated expansions every listed match must include, e.g. `river,abbot`.
+    pub expansions: Option<String>,
+    /// Only matches with this many players.
+    pub players: Option<u8>,
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Matches per page, at most 100 (default 20).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchView {
+    pub id: Uuid,
+    pub name: String,
+    #[schema(value_type = Object)]
+    pub rules: Rules,
+    pub player_count: u8,
+    pub started_at: String,
+    pub finished_at: String,
+    pub tiles_placed: u32,
+    pub seats: Vec<SeatResult>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SeatResult {
+    pub seat: u8,
+    pub display_name: String,
+    pub player_id: Option<Uuid>,
+    pub score: u32,
+    pub winner: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchPageView {
+    pub items: Vec<MatchView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MatchDetailView {
+    #[serde(flatten)]
+    pub summary: MatchView,
+    /// Every feature scored, during the game and at the end, as the engine reported it.
+    #[schema(value_type = Vec<Object>)]
+    pub breakdown: Value,
+}
+
+fn match_view(summary: MatchSummary) -> MatchView {
+    MatchView {
+        id: summary.id,
+        name: summary.name,
+        rules: summary.rules,
+        player_count: summary.player_count,
+        started_at: rfc3339(summary.started_at),
+        finished_at: rfc3339(summary.finished_at),
+        tiles_placed: summary.tiles_placed,
+        seats: summary.seats.into_iter().map(seat_result).collect(),
+    }
+}
+
+fn seat_result(seat: MatchSeat) -> SeatResult {
+    SeatResult {
+        seat: seat.seat,
+        display_name: seat.display_name,
+        player_id: seat.player_id,
+        score: seat.score,
+        winner: seat.winner,
+    }
+}
+
+pub fn encode_cursor(cursor: MatchCursor) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{}:{}", cursor.finished_at, cursor.id))
+}
+
+pub fn decode_cursor(text: &str) -> Result<MatchCursor, AppError> {
+    let bad = || AppError::BadRequest("the cursor is not one this server gave out".into());
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (millis, id) = text.split_once(':').ok_or_else(bad)?;
+    Ok(MatchCursor {
+        finished_at: millis.parse().map_err(|_| bad())?,
+        id: id.parse().map_err(|_| bad())?,
+    })
+}
+
+fn parse_expansions(text: &str) -> Result<Vec<Expansion>, AppError> {
+    text.split(',')
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            Expansion::ALL
+                .into_iter()
+                .find(|expansion| expansion.name() == name)
+                .ok_or_else(|| AppError::BadRequest(format!("unknown expansion {name:?}")))
+        })
+        .collect()
+}
+
+fn parse_time(field: &str, text: Option<&str>) -> Result<Option<i64>, AppError> {
+    text.map(|text| {
+        parse_rfc3339(text)
+            .ok_or_else(|| AppError::BadRequest(format!("{field} must be an RFC 3339 time")))
+    })
+    .transpose()
+}
+
+fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
+    Ok(MatchFilter {
+        player: query.player,
+        from: parse_time("from", query.from.as_deref())?,
+        to: parse_time("to", query.to.as_deref())?,
+        expansions: parse_expansions(query.expansions.as_deref().unwrap_or_default())?,
+        players: query.players,
+    })
+}
+
+async fn page_of(
+    state: &AppState,
+    filter: MatchFilter,
+    query: &MatchQuery,
+) -> Result<MatchPageView, AppError> {
+    let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let limit = query.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
+    let page = state
+        .store
+        .matches(&filter, after, limit)
+        .await
+        .map_err(AppError::from_store)?;
+    Ok(MatchPageView {
+        items: page.items.into_iter().map(match_view).collect(),
+        next_cursor: page.next.map(encode_cursor),
+    })
+}
+
+#[utoipa::path(get, path = "/api/matches", tag = "matches", params(MatchQuery),
+    responses((status = 200, body = MatchPageView), (status = 400, body = ErrorResponse)))]
+pub async fn list_matches(
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<MatchQuery>,
+) -> Result<Json<MatchPageView>, AppError> {
+    let filter = filter_of(&query)?;
+    Ok(Json(page_of(&state, filter, &query).await?))
+}
+
+#[utoipa::path(get, path = "/api/players/{id}/matches", tag = "players",
+    params(("id" = Uuid, Path, description = "player id"), MatchQuery),
+    responses((status = 200, body = MatchPageView), (status = 400, body = ErrorResponse)))]
+pub async fn player_matches(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    AppQuery(query): AppQuery<MatchQuery>,
+) -> Result<Json<MatchPageView>, AppError> {
+    let mut filter = filter_of(&query)?;
+    filter.player = Some(id);
+    Ok(Json(page_of(&state, filter, &query).await?))
+}
+
+#[utoipa::path(get, path = "/api/matches/{id}", tag = "matches",
+    params(("id" = Uuid, Path, description = "match id (the game's id)")),
+    responses((status = 200, body = MatchDetailView), (status = 404, body = ErrorResponse)))]
+pub async fn show_match(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<MatchDetailView>, AppError> {
+    let detail = state
+        .store
+        .match_detail(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::NotFound("no finished match with this id"))?;
+    Ok(Json(MatchDetailView {
+        summary: match_view(detail.summary),
+        breakdown: detail.breakdown,
+    }))
+}
+
+#[utoipa::path(get, path = "/api/matches/{id}/record", tag = "matches",
+    params(("id" = Uuid, Path, description = "match id")),
+    responses((status = 200, description = "The game record of notation.md; `carcassonne-server replay` verifies it", body = Object),
+        (status = 404, body = ErrorResponse)))]
+pub async fn match_record(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<Value>, AppError> {
+    let record = state
+        .store
+        .match_record(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::NotFound("no finished match with this id"))?;
+    Ok(Json(record))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_garbage_is_rejected() {
+        let cursor = MatchCursor {
+            finished_at: 1_796_000_000_000,
+            id: Uuid::new_v4(),
+        };
+        assert_eq!(decode_cursor(&encode_cursor(cursor)).unwrap(), cursor);
+        assert!(decode_cursor("not-a-cursor").is_err());
+        assert!(decode_cursor(&URL_SAFE_NO_PAD.encode("12:nope")).is_err());
+    }
+
+    #[test]
+    fn expansion_filters_parse_by_notation_name() {
+        assert_eq!(
+            parse_expansions("river,inns_and_cathedrals").unwrap(),
+            vec![Expansion::River, Expansion::InnsAndCathedrals]
+        );
+        assert!(parse_expansions("").unwrap().is_empty());
+        assert!(parse_expansions("dragons").is_err());
+    }
+}

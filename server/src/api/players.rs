@@ -1,0 +1,164 @@
+//! Lasting player identities: `POST /api/players`, `GET /api/players/{id}`.
+//!
+//! An identity is an id and a secret (shown once, stored hashed). Joining a seat with it
+//! puts the match in the player's history; a guest joins with a display name only.
+
+use crate::api::extract::{AppJson, AppPath};
+use crate::auth::Token;
+use crate::clock::{now_millis, rfc3339};
+use crate::error::{AppError, ErrorResponse};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use carcassonne_store::{PlayerRow, PlayerStats, Store};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+const MAX_NAME_CHARS: usize = 32;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePlayer {
+    pub display_name: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayerCreated {
+    pub id: Uuid,
+    pub display_name: String,
+    /// Shown once: keep it to join seats as this player.
+    pub secret: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayerView {
+    pub id: Uuid,
+    pub display_name: String,
+    pub created_at: String,
+    pub games: u64,
+    pub wins: u64,
+    pub average_score: f64,
+}
+
+/// Who is taking a seat: a lasting identity (id and secret), or a guest by name.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct Identity {
+    /// A guest's name, or a different name for this seat than the identity's own.
+    pub display_name: Option<String>,
+    pub player_id: Option<Uuid>,
+    pub player_secret: Option<String>,
+}
+
+/// A checked display name: trimmed, 1 to 32 characters, no control characters.
+pub fn display_name(raw: &str) -> Result<String, AppError> {
+    let name = raw.trim();
+    let length = name.chars().count();
+    if length == 0 || length > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(AppError::BadRequest(format!(
+            "a display name is 1 to {MAX_NAME_CHARS} printable characters"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+/// The name and identity a seat will carry, with the player's secret checked.
+pub async fn resolve_identity(
+    store: &Store,
+    identity: Identity,
+) -> Result<(String, Option<Uuid>), AppError> {
+    let Some(player_id) = identity.player_id else {
+        let name = identity.display_name.ok_or(AppError::BadRequest(
+            "give a display_name, or a player_id and player_secret".into(),
+        ))?;
+        return Ok((display_name(&name)?, None));
+    };
+    let secret = identity.player_secret.ok_or(AppError::BadPlayerSecret)?;
+    let player = store
+        .player(player_id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::BadPlayerSecret)?;
+    if Token::from_client(secret).hash() != player.secret_hash {
+        return Err(AppError::BadPlayerSecret);
+    }
+    let name = match identity.display_name {
+        Some(name) => display_name(&name)?,
+        None => player.display_name,
+    };
+    Ok((name, Some(player_id)))
+}
+
+#[utoipa::path(post, path = "/api/players", tag = "players",
+    request_body = CreatePlayer,
+    responses((status = 201, body = PlayerCreated), (status = 400, body = ErrorResponse)))]
+pub async fn create_player(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<CreatePlayer>,
+) -> Result<(StatusCode, Json<PlayerCreated>), AppError> {
+    let display_name = display_name(&body.display_name)?;
+    let secret = Token::generate();
+    let row = PlayerRow {
+        id: Uuid::new_v4(),
+        display_name: display_name.clone(),
+        secret_hash: secret.hash(),
+        created_at: now_millis(),
+    };
+    state
+        .store
+        .create_player(&row)
+        .await
+        .map_err(AppError::from_store)?;
+    let created = PlayerCreated {
+        id: row.id,
+        display_name,
+        secret: secret.reveal().to_owned(),
+    };
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[utoipa::path(get, path = "/api/players/{id}", tag = "players",
+    params(("id" = Uuid, Path, description = "player id")),
+    responses((status = 200, body = PlayerView), (status = 404, body = ErrorResponse)))]
+pub async fn show_player(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+) -> Result<Json<PlayerView>, AppError> {
+    let not_found = || AppError::NotFound("no player with this id");
+    let player = state
+        .store
+        .player(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or_else(not_found)?;
+    let stats: PlayerStats = state
+        .store
+        .player_stats(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or_else(not_found)?;
+    Ok(Json(PlayerView {
+        id,
+        display_name: player.display_name,
+        created_at: rfc3339(player.created_at),
+        games: stats.games,
+        wins: stats.wins,
+        average_score: stats.average_score,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_are_trimmed_and_bounded() {
+        assert_eq!(display_name("  Ada ").unwrap(), "Ada");
+        assert!(display_name("").is_err());
+        assert!(display_name("   ").is_err());
+        assert!(display_name(&"x".repeat(33)).is_err());
+        assert!(display_name("bell\u{7}").is_err());
+        assert_eq!(display_name(&"é".repeat(32)).unwrap().chars().count(), 32);
+    }
+}

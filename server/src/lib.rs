@@ -1,0 +1,121 @@
+//! The Carcassonne game server: lobbies over REST, authoritative play over WebSocket,
+//! persistence to Postgres or an embedded SQLite file, and the `replay` command.
+//!
+//! [`app`] builds the router from an [`AppState`]; [`run`] serves it on a listener until
+//! the shutdown token fires, then drains: no new connections, every client told, every
+//! in-flight command finished and committed, every task awaited. Tests bind port 0 and
+//! call `run` directly.
+
+pub mod api;
+pub mod auth;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod metrics;
+pub mod protocol;
+pub mod replay;
+pub mod rooms;
+pub mod state;
+pub mod ws;
+
+use crate::config::Config;
+use crate::error::AppError;
+use crate::rooms::actor::Room;
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use carcassonne_store::{Store, StoreError};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::trace::TraceLayer;
+
+/// Largest REST request body.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+pub fn app(state: AppState) -> Router {
+    let api = api::router()
+        .fallback(|| async { AppError::NotFound("no such endpoint") })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    Router::new()
+        .nest("/api", api)
+        .route("/ws/games/{id}", get(ws::upgrade))
+        .route("/healthz", get(api::system::healthz))
+        .route("/metrics", get(api::system::metrics))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    #[error("network: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves until `shutdown` is cancelled, then drains and returns.
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let Some(store) = connect_store(&config.database_url, &shutdown).await? else {
+        return Ok(());
+    };
+    let state = AppState::new(store, config.limits, shutdown.clone());
+    restore_rooms(&state).await?;
+    tracing::info!(address = %listener.local_addr()?, "listening");
+    axum::serve(listener, app(state.clone()))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await?;
+    state.tasks.close();
+    state.tasks.wait().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Connects to the database, waiting for it while it is unreachable (as when it starts
+/// alongside the server). `None` if shutdown came first.
+async fn connect_store(
+    url: &str,
+    shutdown: &CancellationToken,
+) -> Result<Option<Store>, StoreError> {
+    loop {
+        match Store::connect(url).await {
+            Ok(store) => return Ok(Some(store)),
+            Err(StoreError::Unavailable(cause)) => {
+                tracing::warn!(%cause, "database unreachable; retrying in 1 s");
+            }
+            Err(other) => return Err(other),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.cancelled() => return Ok(None),
+        }
+    }
+}
+
+/// Brings back every unfinished lobby and game from its log.
+async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
+    let live = state.store.live_games().await?;
+    let count = live.len();
+    for game in live {
+        let id = game.lobby.id;
+        match Room::restore(game, state.store.clone(), state.metrics.clone()) {
+            Ok(room) => {
+                state.spawn_room(room);
+            }
+            Err(error) => {
+                tracing::error!(room = %id, %error, "cannot restore; left in the database")
+            }
+        }
+    }
+    tracing::info!(
+        restored = state.rooms.len(),
+        of = count,
+        "unfinished games restored"
+    );
+    Ok(())
+}

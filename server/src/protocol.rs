@@ -1,0 +1,152 @@
+//! The WebSocket protocol's messages (documented message by message in
+//! `docs/protocol.md`). Every message is one JSON text frame with a `type`.
+
+use crate::error::{AppError, ErrorBody};
+use crate::rooms::wire::WireMove;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// What a client may send.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMessage {
+    /// The first message: a seat token to play, none to watch a public game (or an
+    /// invite code for a private one), and the last `seq` seen when resuming.
+    Hello {
+        token: Option<String>,
+        invite_code: Option<String>,
+        last_seq: Option<u64>,
+    },
+    /// A move, with a client-chosen id and the `seq` of the state it was decided on.
+    Command {
+        id: String,
+        seq: u64,
+        #[serde(rename = "move")]
+        mv: WireMove,
+    },
+    /// Ask for the updates after `last_seq`, or a snapshot.
+    Resync { last_seq: Option<u64> },
+    /// An application-level ping for clients that cannot send WebSocket pings.
+    Ping,
+}
+
+const CLIENT_TYPES: [&str; 4] = ["hello", "command", "resync", "ping"];
+
+/// Parses a text frame. A frame that is not a client message gets an `error` reply
+/// with code `malformed_json` (not JSON), `unknown_type` (no known `type`) or
+/// `bad_message` (a known type with missing or wrong fields), and the connection stays.
+pub fn parse_client_message(text: &str) -> Result<ClientMessage, ErrorBody> {
+    let reject = |code: &str, message: String| ErrorBody {
+        code: code.to_owned(),
+        message,
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| reject("malformed_json", format!("malformed JSON: {e}")))?;
+    let kind = value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !CLIENT_TYPES.contains(&kind) {
+        let message = format!("unknown message type {kind:?}; expected one of {CLIENT_TYPES:?}");
+        return Err(reject("unknown_type", message));
+    }
+    let kind = kind.to_owned();
+    serde_json::from_value(value)
+        .map_err(|e| reject("bad_message", format!("bad {kind} message: {e}")))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Player,
+    Spectator,
+}
+
+/// What the server sends.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    Welcome {
+        game_id: Uuid,
+        role: Role,
+        seat: Option<u8>,
+    },
+    /// The whole public state at `seq`, the seats now connected, and, for the player to
+    /// move, every legal move.
+    Snapshot {
+        seq: u64,
+        state: Value,
+        connected: Vec<u8>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        legal_moves: Option<Vec<WireMove>>,
+    },
+    /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
+    Update {
+        seq: u64,
+        events: Vec<Value>,
+        patch: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        legal_moves: Option<Vec<WireMove>>,
+    },
+    Ack {
+        id: String,
+        seq: u64,
+    },
+    Rejected {
+        id: String,
+        error: ErrorBody,
+    },
+    Error {
+        error: ErrorBody,
+    },
+    Presence {
+        seat: u8,
+        connected: bool,
+    },
+    Pong,
+    Shutdown {
+        message: String,
+    },
+}
+
+impl ServerMessage {
+    pub fn error(error: &AppError) -> ServerMessage {
+        ServerMessage::Error {
+            error: error.body(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("server messages serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse_with_their_move() {
+        let text = r#"{"type":"command","id":"c1","seq":4,"move":{"type":"place_tile","x":1,"y":0,"rotation":90}}"#;
+        let ClientMessage::Command { id, seq, mv } = parse_client_message(text).unwrap() else {
+            panic!("not a command");
+        };
+        assert_eq!((id.as_str(), seq), ("c1", 4));
+        assert!(matches!(mv, WireMove::PlaceTile { x: 1, y: 0, .. }));
+    }
+
+    fn code_of(text: &str) -> String {
+        parse_client_message(text).unwrap_err().code
+    }
+
+    #[test]
+    fn bad_frames_get_distinct_codes() {
+        assert_eq!(code_of("{nope"), "malformed_json");
+        assert_eq!(code_of(r#"{"type":"dance"}"#), "unknown_type");
+        assert_eq!(code_of(r#"{"x":1}"#), "unknown_type");
+        assert_eq!(code_of(r#"{"type":"command","id":5}"#), "bad_message");
+        let bad_rotation = r#"{"type":"command","id":"a","seq":1,"move":{"type":"place_tile","x":0,"y":1,"rotation":45}}"#;
+        assert_eq!(code_of(bad_rotation), "bad_message");
+    }
+}

@@ -1,0 +1,671 @@
+//! The room actor: the single owner of one lobby's or game's state.
+//!
+//! Requests are handled one at a time, so there are no races between players: the engine
+//! validates a move against the state it will be applied to, the move is committed to
+//! the database, and only then is it applied, acknowledged and broadcast. A database
+//! failure leaves the room exactly as it was and the client is told to try again.
+//!
+//! Every change gets the next `seq` and goes out as one update carrying the events and
+//! an RFC 6902 patch from the previous public state. The last updates are kept so that a
+//! client coming back with the last `seq` it saw can be sent just what it missed.
+
+use crate::auth::Token;
+use crate::clock::{now_millis, rfc3339};
+use crate::error::AppError;
+use crate::metrics::Metrics;
+use crate::protocol::ServerMessage;
+use crate::rooms::view::{legal_moves, public_state};
+use crate::rooms::{Connected, JoinedSeat, Outgoing, RoomRequest};
+use axum::extract::ws::Utf8Bytes;
+use carcassonne_core::deck::shuffled_stack;
+use carcassonne_core::record::{Action, GameRecord, TurnRecord};
+use carcassonne_core::{Event, FeatureScore, Game, Move, Phase, Setup, Stack};
+use carcassonne_store::{
+    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MoveRow, SeatRow, Store,
+};
+use rand::seq::SliceRandom;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Updates kept for clients that reconnect; older gaps get a snapshot instead.
+const RECENT_UPDATES: usize = 256;
+/// Beyond this many missed updates a snapshot is cheaper than the patches.
+const MAX_CATCH_UP: u64 = 64;
+/// Capacity of the broadcast; a client further behind is resynchronised.
+pub const BROADCAST_CAPACITY: usize = 1024;
+/// How long a finished or cancelled room stays in memory once nobody watches it.
+const ENDED_ROOM_LINGER: Duration = Duration::from_secs(60);
+
+pub struct Room {
+    store: Store,
+    metrics: Arc<Metrics>,
+    lobby: LobbyRow,
+    seats: Vec<SeatRow>,
+    game: Option<Game>,
+    log: Vec<MoveRow>,
+    /// Every feature scored so far, for the match summary.
+    breakdown: Vec<FeatureScore>,
+    /// Accepted commands by (seat, command id), with their `seq`: a repeat gets the same
+    /// acknowledgement and is never applied twice.
+    accepted: HashMap<(u8, String), u64>,
+    state: Value,
+    recent: VecDeque<Arc<Outgoing>>,
+    updates: broadcast::Sender<Arc<Outgoing>>,
+    /// Open connections per player token hash.
+    connections: HashMap<String, u32>,
+    ended_at: Option<Instant>,
+}
+
+impl Room {
+    /// A freshly created lobby.
+    pub fn open(lobby: LobbyRow, seats: Vec<SeatRow>, store: Store, metrics: Arc<Metrics>) -> Room {
+        let state =
+            serde_json::to_value(public_state(&lobby, &seats, None)).expect("state serializes");
+        Room {
+            store,
+            metrics,
+            lobby,
+            seats,
+            game: None,
+            log: Vec::new(),
+            breakdown: Vec::new(),
+            accepted: HashMap::new(),
+            state,
+            recent: VecDeque::new(),
+            updates: broadcast::channel(BROADCAST_CAPACITY).0,
+            connections: HashMap::new(),
+            ended_at: None,
+        }
+    }
+
+    /// Brings an unfinished lobby or game back from the database by replaying its log.
+    pub fn restore(live: LiveGame, store: Store, metrics: Arc<Metrics>) -> Result<Room, String> {
+        let mut room = Room::open(live.lobby, live.seats, store, metrics);
+        if room.lobby.status == LobbyStatus::Playing {
+            let mut game = room.new_game()?;
+            for row in live.moves {
+                let events = game
+                    .play(row.mv)
+                    .map_err(|error| format!("move {} does not replay: {error}", row.seq))?;
+                room.remember(&row, &events);
+                room.log.push(row);
+            }
+            room.game = Some(game);
+        }
+        room.state = room.current_state();
+        Ok(room)
+    }
+
+    pub fn id(&self) -> uuid::Uuid {
+        self.lobby.id
+    }
+
+    /// Handles requests until shutdown, or until an ended room is no longer watched.
+    pub async fn run(
+        mut self,
+        mut requests: mpsc::Receiver<RoomRequest>,
+        shutdown: CancellationToken,
+    ) {
+        let mut linger_check = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                request = requests.recv() => match request {
+                    Some(request) => self.handle(request).await,
+                    None => break,
+                },
+                _ = shutdown.cancelled() => {
+                    let message = ServerMessage::Shutdown { message: "the server is restarting".into() };
+                    let mut closing = Outgoing::plain(None, message.to_json());
+                    closing.closing = true;
+                    let _ = self.updates.send(Arc::new(closing));
+                    break;
+                }
+                _ = linger_check.tick() => {
+                    if self.ended_and_unwatched() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn ended_and_unwatched(&self) -> bool {
+        self.updates.receiver_count() == 0
+            && self
+                .ended_at
+                .is_some_and(|ended| ended.elapsed() > ENDED_ROOM_LINGER)
+    }
+
+    async fn handle(&mut self, request: RoomRequest) {
+        match request {
+            RoomRequest::Join {
+                name,
+                player_id,
+                invite_code,
+                reply,
+            } => {
+                let _ = reply.send(self.join(name, player_id, invite_code).await);
+            }
+            RoomRequest::Leave { token_hash, reply } => {
+                let _ = reply.send(self.leave(&token_hash).await);
+            }
+            RoomRequest::Start {
+                token_hash,
+                randomize_seats,
+                reply,
+            } => {
+                let _ = reply.send(self.start(&token_hash, randomize_seats).await);
+            }
+            RoomRequest::Cancel { token_hash, reply } => {
+                let _ = reply.send(self.cancel(&token_hash).await);
+            }
+            RoomRequest::Connect {
+                token_hash,
+                invite_code,
+                last_seq,
+                reply,
+            } => {
+                let _ = reply.send(self.connect(token_hash, invite_code, last_seq));
+            }
+            RoomRequest::Disconnect { token_hash } => self.disconnect(token_hash),
+            RoomRequest::Resync {
+                token_hash,
+                last_seq,
+                reply,
+            } => {
+                let _ = reply.send(Ok(self.catch_up(token_hash.as_deref(), last_seq)));
+            }
+            RoomRequest::Command {
+                token_hash,
+                id,
+                expected_seq,
+                mv,
+                reply,
+            } => {
+                let started = Instant::now();
+                let outcome = self.command(&token_hash, id, expected_seq, mv).await;
+                self.metrics
+                    .move_latency
+                    .observe(started.elapsed().as_secs_f64());
+                let _ = reply.send(outcome);
+            }
+        }
+    }
+
+    fn seq(&self) -> u64 {
+        self.lobby.seq
+    }
+
+    fn seat_of(&self, token_hash: &str) -> Option<&SeatRow> {
+        self.seats.iter().find(|seat| seat.token_hash == token_hash)
+    }
+
+    fn require_open(&self) -> Result<(), AppError> {
+        match self.lobby.status {
+            LobbyStatus::Open => Ok(()),
+            LobbyStatus::Playing => Err(AppError::LobbyNotOpen("playing")),
+            LobbyStatus::Finished => Err(AppError::LobbyNotOpen("finished")),
+            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
+        }
+    }
+
+    fn require_creator(&self, token_hash: &str) -> Result<(), AppError> {
+        match self.seat_of(token_hash) {
+            Some(seat) if seat.creator => Ok(()),
+            Some(_) => Err(AppError::NotCreator),
+            None => Err(AppError::BadToken),
+        }
+    }
+
+    async fn join(
+        &mut self,
+        name: String,
+        player_id: Option<uuid::Uuid>,
+        invite_code: Option<String>,
+    ) -> Result<JoinedSeat, AppError> {
+        self.require_open()?;
+        if self.lobby.invite_code.is_some() && invite_code != self.lobby.invite_code {
+            return Err(AppError::BadInviteCode);
+        }
+        if self.seats.len() >= self.lobby.seat_count as usize {
+            return Err(AppError::LobbyFull);
+        }
+        if player_id.is_some() && self.seats.iter().any(|seat| seat.player_id == player_id) {
+            return Err(AppError::AlreadySeated(
+                "this player already has a seat here",
+            ));
+        }
+        if self
+            .seats
+            .iter()
+            .any(|seat| seat.display_name.eq_ignore_ascii_case(&name))
+        {
+            return Err(AppError::AlreadySeated("that name is taken in this lobby"));
+        }
+        let seat = (0..self.lobby.seat_count)
+            .find(|number| self.seats.iter().all(|seat| seat.seat != *number))
+            .ok_or(AppError::LobbyFull)?;
+        let token = Token::generate();
+        let row = SeatRow {
+            seat,
+            display_name: name.clone(),
+            player_id,
+            token_hash: token.hash(),
+            creator: false,
+            joined_at: now_millis(),
+        };
+        self.store
+            .add_seat(self.lobby.id, &row, self.seq() + 1)
+            .await
+            .map_err(AppError::from_store)?;
+        self.seats.push(row);
+        self.seats.sort_by_key(|seat| seat.seat);
+        self.publish(
+            vec![json!({ "type": "seat_taken", "seat": seat, "name": name })],
+            None,
+        );
+        Ok(JoinedSeat { seat, token })
+    }
+
+    async fn leave(&mut self, token_hash: &str) -> Result<(), AppError> {
+        self.require_open()?;
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?.clone();
+        if seat.creator {
+            // A lobby without its creator could never start: leaving cancels it.
+            return self.cancel(token_hash).await;
+        }
+        self.store
+            .remove_seat(self.lobby.id, seat.seat, self.seq() + 1)
+            .await
+            .map_err(AppError::from_store)?;
+        self.seats.retain(|row| row.seat != seat.seat);
+        self.publish(
+            vec![json!({ "type": "seat_freed", "seat": seat.seat })],
+            None,
+        );
+        Ok(())
+    }
+
+    async fn cancel(&mut self, token_hash: &str) -> Result<(), AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        self.store
+            .cancel_lobby(self.lobby.id, self.seq() + 1)
+            .await
+            .map_err(AppError::from_store)?;
+        self.lobby.status = LobbyStatus::Cancelled;
+        self.ended_at = Some(Instant::now());
+        self.publish(vec![json!({ "type": "lobby_cancelled" })], None);
+        Ok(())
+    }
+
+    async fn start(&mut self, token_hash: &str, randomize_seats: bool) -> Result<(), AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        if self.seats.len() < 2 {
+            return Err(AppError::NotEnoughPlayers);
+        }
+        let mut order: Vec<SeatRow> = self.seats.clone();
+        if randomize_seats {
+            order.shuffle(&mut rand::rng());
+        }
+        let previous_seats: Vec<u8> = order.iter().map(|seat| seat.seat).collect();
+        for (number, seat) in order.iter_mut().enumerate() {
+            seat.seat = number as u8;
+        }
+        let seed: u64 = rand::random();
+        let started_at = now_millis();
+        let mut started = self.lobby.clone();
+        (started.status, started.seed, started.started_at) =
+            (LobbyStatus::Playing, Some(seed), Some(started_at));
+        let game = Room::game_for(&started, order.len()).map_err(|error| {
+            tracing::error!(%error, lobby = %self.lobby.id, "cannot set up a game");
+            AppError::Internal
+        })?;
+        self.store
+            .start_game(self.lobby.id, &order, seed, started_at, self.seq() + 1)
+            .await
+            .map_err(AppError::from_store)?;
+        let reseated = order
+            .iter()
+            .map(|seat| (seat.token_hash.clone(), seat.seat))
+            .collect();
+        (self.lobby, self.seats, self.game) = (started, order, Some(game));
+        let event = json!({ "type": "game_started", "previous_seats": previous_seats });
+        self.publish(vec![event], Some(Arc::new(reseated)));
+        Ok(())
+    }
+
+    fn new_game(&self) -> Result<Game, String> {
+        Room::game_for(&self.lobby, self.seats.len())
+    }
+
+    fn game_for(lobby: &LobbyRow, players: usize) -> Result<Game, String> {
+        let seed = lobby.seed.ok_or("a started game without a seed")?;
+        let setup = Setup {
+            rules: lobby.rules.clone(),
+            players: players as u8,
+            stack: Stack::Seeded(seed),
+        };
+        Game::new(setup).map_err(|error| error.to_string())
+    }
+
+    fn connect(
+        &mut self,
+        token_hash: Option<String>,
+        invite_code: Option<String>,
+        last_seq: Option<u64>,
+    ) -> Result<Connected, AppError> {
+        let seat = match &token_hash {
+            Some(hash) => Some(self.seat_of(hash).ok_or(AppError::BadToken)?.seat),
+            None if self.lobby.invite_code.is_some() && invite_code != self.lobby.invite_code => {
+                return Err(AppError::PrivateGame);
+            }
+            None => None,
+        };
+        let updates = self.updates.subscribe();
+        let catch_up = self.catch_up(token_hash.as_deref(), last_seq);
+        if let (Some(hash), Some(seat)) = (token_hash, seat) {
+            let count = self.connections.entry(hash).or_default();
+            *count += 1;
+            if *count == 1 {
+                self.announce_presence(seat, true);
+            }
+        }
+        Ok(Connected {
+            seat,
+            catch_up,
+            updates,
+        })
+    }
+
+    fn disconnect(&mut self, token_hash: Option<String>) {
+        let Some(hash) = token_hash else {
+            return;
+        };
+        let Some(count) = self.connections.get_mut(&hash) else {
+            return;
+        };
+        *count -= 1;
+        if *count == 0 {
+            self.connections.remove(&hash);
+            if let Some(seat) = self.seat_of(&hash).map(|seat| seat.seat) {
+                self.announce_presence(seat, false);
+            }
+        }
+    }
+
+    fn announce_presence(&self, seat: u8, connected: bool) {
+        let message = ServerMessage::Presence { seat, connected };
+        let _ = self
+            .updates
+            .send(Arc::new(Outgoing::plain(None, message.to_json())));
+    }
+
+    fn connected_seats(&self) -> Vec<u8> {
+        let mut seats: Vec<u8> = self
+            .connections
+            .keys()
+            .filter_map(|hash| self.seat_of(hash).map(|seat| seat.seat))
+            .collect();
+        seats.sort_unstable();
+        seats
+    }
+
+    /// The updates after `last_seq` when they are still at hand and few, else a snapshot.
+    fn catch_up(&self, token_hash: Option<&str>, last_seq: Option<u64>) -> Vec<Arc<Outgoing>> {
+        let seq = self.seq();
+        match last_seq {
+            Some(last) if last == seq => Vec::new(),
+            Some(last)
+                if last < seq && seq - last <= MAX_CATCH_UP && self.has_updates_after(last) =>
+            {
+                self.recent
+                    .iter()
+                    .filter(|update| update.seq.is_some_and(|s| s > last))
+                    .cloned()
+                    .collect()
+            }
+            _ => vec![self.snapshot(token_hash)],
+        }
+    }
+
+    fn has_updates_after(&self, last: u64) -> bool {
+        self.recent
+            .front()
+            .and_then(|update| update.seq)
+            .is_some_and(|oldest| oldest <= last + 1)
+    }
+
+    fn snapshot(&self, token_hash: Option<&str>) -> Arc<Outgoing> {
+        let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
+        let message = ServerMessage::Snapshot {
+            seq: self.seq(),
+            state: self.state.clone(),
+            connected: self.connected_seats(),
+            legal_moves: to_move.then(|| self.game.as_ref().map(legal_moves).unwrap_or_default()),
+        };
+        let mut outgoing = Outgoing::plain(Some(self.seq()), message.to_json());
+        outgoing.snapshot = true;
+        Arc::new(outgoing)
+    }
+
+    /// The token hash of the player to move.
+    fn mover(&self) -> Option<String> {
+        let seat = self.game.as_ref()?.current_player()?;
+        self.seats
+            .iter()
+            .find(|row| row.seat == seat)
+            .map(|row| row.token_hash.clone())
+    }
+
+    async fn command(
+        &mut self,
+        token_hash: &str,
+        id: String,
+        expected_seq: u64,
+        mv: Move,
+    ) -> Result<u64, AppError> {
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?.seat;
+        if let Some(&seq) = self.accepted.get(&(seat, id.clone())) {
+            return Ok(seq);
+        }
+        let game = self.playable_game()?;
+        if expected_seq != self.seq() {
+            return Err(AppError::StaleSeq {
+                expected: expected_seq,
+                current: self.seq(),
+            });
+        }
+        match game.current_player() {
+            Some(current) if current != seat => return Err(AppError::NotYourTurn(current)),
+            _ => {}
+        }
+        let mut next = game.clone();
+        let events = next.play(mv)?;
+        let row = MoveRow {
+            seq: self.seq() + 1,
+            seat,
+            command_id: id,
+            mv,
+            created_at: now_millis(),
+        };
+        self.commit(&next, &row, &events).await?;
+        self.remember(&row, &events);
+        self.log.push(row);
+        self.game = Some(next);
+        if self
+            .game
+            .as_ref()
+            .is_some_and(|game| game.phase() == Phase::Over)
+        {
+            self.lobby.status = LobbyStatus::Finished;
+            self.ended_at = Some(Instant::now());
+        }
+        self.metrics.moves.inc();
+        let events = events
+            .iter()
+            .map(|event| serde_json::to_value(event).expect("events serialize"))
+            .collect();
+        self.publish(events, None);
+        Ok(self.seq())
+    }
+
+    fn playable_game(&self) -> Result<&Game, AppError> {
+        match self.lobby.status {
+            LobbyStatus::Open => Err(AppError::GameNotStarted),
+            LobbyStatus::Finished => Err(AppError::GameOver),
+            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
+            LobbyStatus::Playing => self.game.as_ref().ok_or(AppError::Internal),
+        }
+    }
+
+    /// Writes the move, and with the last move the whole match, before anyone hears of it.
+    async fn commit(&self, next: &Game, row: &MoveRow, events: &[Event]) -> Result<(), AppError> {
+        let written = if next.phase() == Phase::Over {
+            let result = self.finished_match(next, row, events);
+            self.store.finish_game(self.lobby.id, row, &result).await
+        } else {
+            self.store.append_move(self.lobby.id, row).await
+        };
+        written.map_err(AppError::from_store)
+    }
+
+    fn remember(&mut self, row: &MoveRow, events: &[Event]) {
+        self.accepted
+            .insert((row.seat, row.command_id.clone()), row.seq);
+        self.breakdown
+            .extend(events.iter().filter_map(|event| match event {
+                Event::FeatureScored(score) => Some(score.clone()),
+                _ => None,
+            }));
+    }
+
+    fn finished_match(&self, game: &Game, last: &MoveRow, events: &[Event]) -> FinishedMatch {
+        let winners = game.winners().unwrap_or_default();
+        let seats = self
+            .seats
+            .iter()
+            .map(|seat| MatchSeat {
+                seat: seat.seat,
+                display_name: seat.display_name.clone(),
+                player_id: seat.player_id,
+                score: game.scores()[seat.seat as usize],
+                winner: winners.contains(&seat.seat),
+            })
+            .collect();
+        let mut breakdown = self.breakdown.clone();
+        breakdown.extend(events.iter().filter_map(|event| match event {
+            Event::FeatureScored(score) => Some(score.clone()),
+            _ => None,
+        }));
+        let finished_at = last.created_at;
+        FinishedMatch {
+            id: self.lobby.id,
+            name: self.lobby.name.clone(),
+            rules: self.lobby.rules.clone(),
+            started_at: self.lobby.started_at.unwrap_or(finished_at),
+            finished_at,
+            tiles_placed: game.tiles_placed(),
+            seats,
+            breakdown: serde_json::to_value(breakdown).expect("scores serialize"),
+            record: self.game_record(game, last, finished_at),
+        }
+    }
+
+    /// The finished game in the notation of `notation.md`, with the server's extras.
+    fn game_record(&self, game: &Game, last: &MoveRow, finished_at: i64) -> Value {
+        let moves: Vec<Move> = self.log.iter().chain([last]).map(|row| row.mv).collect();
+        let turns = moves
+            .chunks(2)
+            .zip(game.tiles().iter().skip(1))
+            .filter_map(|(pair, placed)| turn_record(pair, placed.tile))
+            .collect();
+        let seed = self.lobby.seed.unwrap_or_default();
+        let mut extra = serde_json::Map::new();
+        extra.insert("id".into(), json!(self.lobby.id));
+        extra.insert("name".into(), json!(self.lobby.name));
+        extra.insert("seed".into(), json!(seed));
+        extra.insert(
+            "seats".into(),
+            json!(
+                self.seats
+                    .iter()
+                    .map(|s| &s.display_name)
+                    .collect::<Vec<_>>()
+            ),
+        );
+        extra.insert(
+            "started_at".into(),
+            json!(self.lobby.started_at.map(rfc3339)),
+        );
+        extra.insert("finished_at".into(), json!(rfc3339(finished_at)));
+        let record = GameRecord {
+            rules: game.rules().clone(),
+            players: game.players(),
+            draw_order: shuffled_stack(game.rules(), seed),
+            turns,
+            extra,
+        };
+        serde_json::to_value(record).expect("records serialize")
+    }
+
+    fn current_state(&self) -> Value {
+        let state = public_state(&self.lobby, &self.seats, self.game.as_ref());
+        serde_json::to_value(state).expect("state serializes")
+    }
+
+    /// Announces a committed change: the next `seq`, its events, and the patch to it.
+    fn publish(&mut self, events: Vec<Value>, reseated: Option<Arc<HashMap<String, u8>>>) {
+        self.lobby.seq += 1;
+        let seq = self.lobby.seq;
+        let state = self.current_state();
+        let patch =
+            serde_json::to_value(json_patch::diff(&self.state, &state)).expect("patches serialize");
+        self.state = state;
+        let mover = self.mover();
+        let update = |legal| ServerMessage::Update {
+            seq,
+            events: events.clone(),
+            patch: patch.clone(),
+            legal_moves: legal,
+        };
+        let for_others = Utf8Bytes::from(update(None).to_json());
+        let for_mover = match (&mover, &self.game) {
+            (Some(_), Some(game)) => Utf8Bytes::from(update(Some(legal_moves(game))).to_json()),
+            _ => for_others.clone(),
+        };
+        let outgoing = Arc::new(Outgoing {
+            seq: Some(seq),
+            mover,
+            for_mover,
+            for_others,
+            reseated,
+            snapshot: false,
+            closing: false,
+        });
+        self.recent.push_back(outgoing.clone());
+        if self.recent.len() > RECENT_UPDATES {
+            self.recent.pop_front();
+        }
+        // Nobody listening is fine: the update is also kept in `recent`.
+        let _ = self.updates.send(outgoing);
+    }
+}
+
+fn turn_record(pair: &[Move], tile: carcassonne_core::TileId) -> Option<TurnRecord> {
+    let [Move::PlaceTile { pos, rotation }, action] = pair else {
+        return None;
+    };
+    Some(TurnRecord {
+        tile,
+        x: pos.x,
+        y: pos.y,
+        rotation: *rotation,
+        action: Action::from_move(*action)?,
+    })
+}

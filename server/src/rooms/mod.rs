@@ -1,0 +1,187 @@
+//! Live lobbies and games: one actor task per room, reached through a [`RoomHandle`].
+//!
+//! A room is a lobby that becomes a game when it starts (same id). Its actor owns all of
+//! its state; everything else talks to it by message (an mpsc request with a oneshot
+//! reply) and listens to its broadcast of updates. One room's load or failure cannot
+//! touch another's: they share nothing but the database pool.
+
+pub mod actor;
+pub mod view;
+pub mod wire;
+
+use crate::auth::Token;
+use crate::error::AppError;
+use axum::extract::ws::Utf8Bytes;
+use carcassonne_core::Move;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use uuid::Uuid;
+
+pub type Reply<T> = oneshot::Sender<Result<T, AppError>>;
+
+/// What can be asked of a room.
+#[derive(Debug)]
+pub enum RoomRequest {
+    Join {
+        name: String,
+        player_id: Option<Uuid>,
+        invite_code: Option<String>,
+        reply: Reply<JoinedSeat>,
+    },
+    Leave {
+        token_hash: String,
+        reply: Reply<()>,
+    },
+    Start {
+        token_hash: String,
+        randomize_seats: bool,
+        reply: Reply<()>,
+    },
+    Cancel {
+        token_hash: String,
+        reply: Reply<()>,
+    },
+    /// A WebSocket client said hello: a player (by token) or a spectator.
+    Connect {
+        token_hash: Option<String>,
+        invite_code: Option<String>,
+        last_seq: Option<u64>,
+        reply: Reply<Connected>,
+    },
+    Disconnect {
+        token_hash: Option<String>,
+    },
+    /// A client fell behind the broadcast: what it needs to catch up from `last_seq`.
+    Resync {
+        token_hash: Option<String>,
+        last_seq: Option<u64>,
+        reply: Reply<Vec<Arc<Outgoing>>>,
+    },
+    Command {
+        token_hash: String,
+        id: String,
+        expected_seq: u64,
+        mv: Move,
+        reply: Reply<u64>,
+    },
+}
+
+#[derive(Debug)]
+pub struct JoinedSeat {
+    pub seat: u8,
+    pub token: Token,
+}
+
+/// A client's subscription: what to send first, then the live broadcast.
+#[derive(Debug)]
+pub struct Connected {
+    pub seat: Option<u8>,
+    pub catch_up: Vec<Arc<Outgoing>>,
+    pub updates: broadcast::Receiver<Arc<Outgoing>>,
+}
+
+/// A message on its way to every connection of a room, serialized once. The player to
+/// move gets `for_mover` (with their legal moves), everyone else `for_others`.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub seq: Option<u64>,
+    /// The token hash of the player to move after this message, if any.
+    pub mover: Option<String>,
+    pub for_mover: Utf8Bytes,
+    pub for_others: Utf8Bytes,
+    /// When seats were renumbered (a started game): each player's new seat by token hash.
+    pub reseated: Option<Arc<HashMap<String, u8>>>,
+    /// A whole-state snapshot rather than an update: sent even when not newer.
+    pub snapshot: bool,
+    /// The room is closing (server shutdown): connections should close too.
+    pub closing: bool,
+}
+
+impl Outgoing {
+    /// The same text for everyone.
+    pub fn plain(seq: Option<u64>, text: String) -> Outgoing {
+        let text = Utf8Bytes::from(text);
+        Outgoing {
+            seq,
+            mover: None,
+            for_mover: text.clone(),
+            for_others: text,
+            reseated: None,
+            snapshot: false,
+            closing: false,
+        }
+    }
+
+    pub fn text_for(&self, token_hash: Option<&str>) -> &Utf8Bytes {
+        match (&self.mover, token_hash) {
+            (Some(mover), Some(mine)) if mover == mine => &self.for_mover,
+            _ => &self.for_others,
+        }
+    }
+}
+
+/// A handle to a room's actor.
+#[derive(Clone, Debug)]
+pub struct RoomHandle {
+    pub id: Uuid,
+    sender: mpsc::Sender<RoomRequest>,
+}
+
+impl RoomHandle {
+    pub fn new(id: Uuid, sender: mpsc::Sender<RoomRequest>) -> RoomHandle {
+        RoomHandle { id, sender }
+    }
+
+    /// Sends a request and waits for its reply.
+    pub async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> RoomRequest) -> Result<T, AppError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(make(reply))
+            .await
+            .map_err(|_| AppError::ShuttingDown)?;
+        answer.await.map_err(|_| AppError::ShuttingDown)?
+    }
+
+    /// Sends a request that needs no reply.
+    pub async fn tell(&self, request: RoomRequest) {
+        // A room that has stopped no longer cares.
+        let _ = self.sender.send(request).await;
+    }
+}
+
+/// Every live room of this server, by id.
+#[derive(Clone, Debug, Default)]
+pub struct Rooms {
+    inner: Arc<Mutex<HashMap<Uuid, RoomHandle>>>,
+}
+
+impl Rooms {
+    pub fn get(&self, id: Uuid) -> Option<RoomHandle> {
+        self.lock().get(&id).cloned()
+    }
+
+    pub fn insert(&self, handle: RoomHandle) {
+        self.lock().insert(handle.id, handle);
+    }
+
+    pub fn remove(&self, id: Uuid) {
+        self.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, RoomHandle>> {
+        // The map holds no invariant a panicking holder could break, so a poisoned lock
+        // is still safe to use.
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

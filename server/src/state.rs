@@ -1,0 +1,68 @@
+//! The state every handler shares: the store, the live rooms, metrics and limits, and
+//! the shutdown signal with the tracker of every task that must finish before exit.
+
+use crate::config::Limits;
+use crate::metrics::Metrics;
+use crate::rooms::actor::Room;
+use crate::rooms::{RoomHandle, Rooms};
+use carcassonne_store::Store;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How many requests may wait for one room before senders are slowed down.
+const ROOM_QUEUE: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Store,
+    pub rooms: Rooms,
+    pub metrics: Arc<Metrics>,
+    pub limits: Arc<Limits>,
+    pub shutdown: CancellationToken,
+    pub tasks: TaskTracker,
+    pub connection_slots: Arc<Semaphore>,
+}
+
+impl AppState {
+    pub fn new(store: Store, limits: Limits, shutdown: CancellationToken) -> AppState {
+        AppState {
+            store,
+            rooms: Rooms::default(),
+            metrics: Arc::new(Metrics::new()),
+            connection_slots: Arc::new(Semaphore::new(limits.max_connections)),
+            limits: Arc::new(limits),
+            shutdown,
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// Starts a room's actor and registers it. If the actor ever panics, the room is
+    /// dropped from memory (its game stays safe in the database) and nothing else stops.
+    pub fn spawn_room(&self, room: Room) -> RoomHandle {
+        let id = room.id();
+        let (sender, requests) = mpsc::channel(ROOM_QUEUE);
+        let handle = RoomHandle::new(id, sender);
+        self.rooms.insert(handle.clone());
+        self.metrics.live_rooms.inc();
+        let (rooms, metrics, shutdown) = (
+            self.rooms.clone(),
+            self.metrics.clone(),
+            self.shutdown.clone(),
+        );
+        self.tasks.spawn(async move {
+            let outcome = AssertUnwindSafe(room.run(requests, shutdown))
+                .catch_unwind()
+                .await;
+            if outcome.is_err() {
+                tracing::error!(room = %id, "room actor panicked; the room is unloaded");
+            }
+            rooms.remove(id);
+            metrics.live_rooms.dec();
+        });
+        handle
+    }
+}

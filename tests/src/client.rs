@@ -1,0 +1,297 @@
+//! Clients of the server under test: REST, and a WebSocket client that keeps a mirror
+//! of the public state built only from the snapshot and the patches.
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+
+/// How long a test waits for any one message before failing.
+pub const PATIENCE: Duration = Duration::from_secs(15);
+
+#[derive(Clone)]
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+/// A seat someone holds: the lobby, the seat number and its secret token.
+#[derive(Clone, Debug)]
+pub struct Seat {
+    pub lobby: String,
+    pub seat: u64,
+    pub token: String,
+}
+
+impl Api {
+    pub fn new(base: String) -> Api {
+        Api {
+            http: reqwest::Client::new(),
+            base,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("GET");
+        into_parts(response).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let request = self.http.post(format!("{}{path}", self.base)).json(&body);
+        into_parts(request.send().await.expect("POST")).await
+    }
+
+    pub async fn post_as(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(&body);
+        into_parts(request.send().await.expect("POST")).await
+    }
+
+    /// Sends a raw body, for malformed-input tests.
+    pub async fn post_raw(&self, path: &str, body: &'static str) -> (u16, Value) {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .body(body);
+        into_parts(request.send().await.expect("POST")).await
+    }
+
+    /// Creates a lobby whose creator (seat 0) is `creator`.
+    pub async fn create_lobby(&self, creator: &str, seats: u8, rules: Value) -> Seat {
+        let body = json!({ "name": format!("{creator}'s table"), "seats": seats, "rules": rules, "display_name": creator });
+        let (status, created) = self.post("/api/lobbies", body).await;
+        assert_eq!(status, 201, "create lobby: {created}");
+        Seat {
+            lobby: created["lobby"]["id"].as_str().unwrap().to_owned(),
+            seat: created["seat"].as_u64().unwrap(),
+            token: created["seat_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub async fn join(&self, lobby: &str, name: &str) -> Seat {
+        let (status, joined) = self
+            .post(
+                &format!("/api/lobbies/{lobby}/join"),
+                json!({ "display_name": name }),
+            )
+            .await;
+        assert_eq!(status, 200, "join: {joined}");
+        Seat {
+            lobby: lobby.to_owned(),
+            seat: joined["seat"].as_u64().unwrap(),
+            token: joined["seat_token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub async fn start(&self, creator: &Seat) -> Value {
+        let (status, lobby) = self
+            .post_as(
+                &format!("/api/lobbies/{}/start", creator.lobby),
+                &creator.token,
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "start: {lobby}");
+        lobby
+    }
+}
+
+async fn into_parts(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.expect("a body");
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, body)
+}
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A WebSocket client. Every snapshot and update passes through [`WsClient::absorb`],
+/// which checks that `seq` goes up by exactly one and applies each patch to `state`.
+pub struct WsClient {
+    socket: Socket,
+    pub seq: Option<u64>,
+    pub state: Value,
+    /// The legal moves from the last snapshot or update addressed to this client.
+    pub legal_moves: Option<Vec<Value>>,
+    pub seat: Option<u64>,
+    /// Messages read but not yet asked for.
+    pending: VecDeque<Value>,
+}
+
+impl WsClient {
+    pub async fn connect(url: &str) -> WsClient {
+        let (socket, _) = connect_async(url).await.expect("websocket connects");
+        WsClient {
+            socket,
+            seq: None,
+            state: Value::Null,
+            legal_moves: None,
+            seat: None,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Connects and says hello; returns the client after its welcome.
+    pub async fn join(url: &str, token: Option<&str>, last_seq: Option<u64>) -> WsClient {
+        let mut client = WsClient::connect(url).await;
+        let welcome = client.hello(token, last_seq).await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        client
+    }
+
+    /// Reconnects a player who last saw `seq` with `state`, asking only for what it missed.
+    pub async fn resume(url: &str, token: &str, seq: u64, state: Value) -> WsClient {
+        let mut client = WsClient::connect(url).await;
+        client.state = state;
+        let welcome = client.hello(Some(token), Some(seq)).await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        client
+    }
+
+    pub async fn hello(&mut self, token: Option<&str>, last_seq: Option<u64>) -> Value {
+        self.seq = last_seq;
+        self.send(json!({ "type": "hello", "token": token, "last_seq": last_seq }))
+            .await;
+        let reply = self.next().await;
+        if reply["type"] == "welcome" {
+            self.seat = reply["seat"].as_u64();
+        }
+        reply
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        self.send_text(message.to_string()).await;
+    }
+
+    pub async fn send_text(&mut self, text: String) {
+        self.socket
+            .send(Message::Text(text.into()))
+            .await
+            .expect("send");
+    }
+
+    /// The next message of any type (after bookkeeping), failing after [`PATIENCE`].
+    pub async fn next(&mut self) -> Value {
+        if let Some(message) = self.pending.pop_front() {
+            return message;
+        }
+        loop {
+            let frame = tokio::time::timeout(PATIENCE, self.socket.next())
+                .await
+                .expect("a message within the patience window")
+                .expect("the connection is open")
+                .expect("a readable frame");
+            if let Message::Text(text) = frame {
+                let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
+                self.absorb(&message);
+                return message;
+            }
+        }
+    }
+
+    /// Reads until a message of type `kind`, keeping the others for later.
+    pub async fn next_of(&mut self, kind: &str) -> Value {
+        let mut skipped = Vec::new();
+        let found = loop {
+            let message = self.next().await;
+            if message["type"] == kind {
+                break message;
+            }
+            skipped.push(message);
+        };
+        for message in skipped.into_iter().rev() {
+            self.pending.push_front(message);
+        }
+        found
+    }
+
+    /// Reads every message up to and including the update with `seq`.
+    pub async fn catch_up_to(&mut self, seq: u64) {
+        while self.seq.is_none_or(|mine| mine < seq) {
+            let message = self.next().await;
+            assert_ne!(
+                message["type"], "error",
+                "unexpected error while catching up: {message}"
+            );
+        }
+    }
+
+    /// Sends a command and returns its one reply (`ack` or `rejected`).
+    pub async fn command(&mut self, id: &str, mv: Value) -> Value {
+        let seq = self.seq.expect("a client that has seen the state");
+        self.command_at(id, seq, mv).await
+    }
+
+    pub async fn command_at(&mut self, id: &str, seq: u64, mv: Value) -> Value {
+        self.send(json!({ "type": "command", "id": id, "seq": seq, "move": mv }))
+            .await;
+        loop {
+            let message = self.next().await;
+            if matches!(message["type"].as_str(), Some("ack" | "rejected")) && message["id"] == id {
+                return message;
+            }
+            if message["type"] != "update" && message["type"] != "presence" {
+                self.pending.push_back(message);
+            }
+        }
+    }
+
+    /// The frame after which the server closed the connection, and its close code.
+    pub async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match tokio::time::timeout(PATIENCE, self.socket.next())
+                .await
+                .expect("closed in time")
+            {
+                Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
+
+    /// Keeps the mirror: snapshots replace it, updates must be the next `seq` and patch it.
+    fn absorb(&mut self, message: &Value) {
+        match message["type"].as_str() {
+            Some("snapshot") => {
+                self.seq = message["seq"].as_u64();
+                self.state = message["state"].clone();
+                self.legal_moves = legal_moves_of(message);
+            }
+            Some("update") => {
+                let seq = message["seq"].as_u64().expect("updates carry seq");
+                if let Some(mine) = self.seq {
+                    assert_eq!(
+                        seq,
+                        mine + 1,
+                        "updates must arrive in order without gaps: {message}"
+                    );
+                }
+                let patch: json_patch::Patch =
+                    serde_json::from_value(message["patch"].clone()).expect("an RFC 6902 patch");
+                json_patch::patch(&mut self.state, &patch)
+                    .expect("the patch applies to the mirrored state");
+                self.seq = Some(seq);
+                self.legal_moves = legal_moves_of(message);
+            }
+            Some("welcome") => self.seat = message["seat"].as_u64(),
+            _ => {}
+        }
+    }
+}
+
+fn legal_moves_of(message: &Value) -> Option<Vec<Value>> {
+    message["legal_moves"].as_array().cloned()
+}

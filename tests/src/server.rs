@@ -1,0 +1,131 @@
+//! The server under test: the real binary, started on a free port.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Where cargo put the server binary: next to this test executable's `deps` folder,
+/// unless `CARCASSONNE_SERVER_BIN` says otherwise.
+pub fn server_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("CARCASSONNE_SERVER_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let binary = profile_dir.join("carcassonne-server");
+    assert!(
+        binary.exists(),
+        "{} is missing: run the tests with `cargo test --workspace` (which builds it) \
+         or build it with `cargo build -p carcassonne-server`",
+        binary.display()
+    );
+    binary
+}
+
+pub struct TestServer {
+    child: Child,
+    pub address: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+impl TestServer {
+    pub async fn start(database_url: &str) -> TestServer {
+        TestServer::start_with(database_url, &[]).await
+    }
+
+    /// Starts the server with extra command-line options and waits until it listens.
+    pub async fn start_with(database_url: &str, options: &[&str]) -> TestServer {
+        let mut child = Command::new(server_binary())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                database_url,
+            ])
+            .args(options)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the server binary starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut lines = BufReader::new(child.stderr.take().expect("piped stderr")).lines();
+        let address = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                log.lock().unwrap().push_str(&format!("{line}\n"));
+                if let Some(address) = listening_address(&line) {
+                    return address;
+                }
+            }
+            panic!(
+                "the server exited before listening:\n{}",
+                log.lock().unwrap()
+            );
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the server did not listen within 60 s:\n{}",
+                log.lock().unwrap()
+            )
+        });
+        let sink = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        TestServer {
+            child,
+            address,
+            log,
+        }
+    }
+
+    pub fn http(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn ws_url(&self, game: &str) -> String {
+        format!("ws://{}/ws/games/{game}", self.address)
+    }
+
+    /// Everything the server has logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// SIGKILL: the process dies at once, mid-whatever.
+    pub async fn kill(mut self) {
+        self.child.kill().await.expect("kill the server");
+    }
+
+    /// SIGTERM, then waits for the process to drain and exit.
+    pub async fn terminate(mut self) -> ExitStatus {
+        let pid = self.child.id().expect("a running server") as libc::pid_t;
+        // SAFETY: sending a signal to our own child process has no memory effects.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("the server exits within 30 s of SIGTERM")
+            .expect("wait for the server")
+    }
+}
+
+fn listening_address(line: &str) -> Option<SocketAddr> {
+    if !line.contains("listening") {
+        return None;
+    }
+    let start = line.find("address=")? + "address=".len();
+    line[start..].split_whitespace().next()?.parse().ok()
+}
