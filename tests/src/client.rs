@@ -151,11 +151,13 @@ impl WsClient {
         client
     }
 
-    /// Reconnects a player who last saw `seq` with `state`, asking only for what it missed.
-    pub async fn resume(url: &str, token: &str, seq: u64, state: Value) -> WsClient {
+    /// Reconnects a player whose last connection was `old`, keeping what it knew (the
+    /// state and legal moves at its last seq) and asking only for what it missed.
+    pub async fn resume(url: &str, token: &str, old: &WsClient) -> WsClient {
         let mut client = WsClient::connect(url).await;
-        client.state = state;
-        let welcome = client.hello(Some(token), Some(seq)).await;
+        client.state = old.state.clone();
+        client.legal_moves = old.legal_moves.clone();
+        let welcome = client.hello(Some(token), old.seq).await;
         assert_eq!(welcome["type"], "welcome", "{welcome}");
         client
     }
@@ -176,6 +178,9 @@ impl WsClient {
     }
 
     pub async fn send_text(&mut self, text: String) {
+        if std::env::var_os("E2E_TRACE").is_some() {
+            eprintln!("-> {}", &text[..text.len().min(300)]);
+        }
         self.socket
             .send(Message::Text(text.into()))
             .await
@@ -195,6 +200,9 @@ impl WsClient {
                 .expect("a readable frame");
             if let Message::Text(text) = frame {
                 let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
+                if std::env::var_os("E2E_TRACE").is_some() {
+                    eprintln!("<- {}", &text[..text.len().min(300)]);
+                }
                 self.absorb(&message);
                 return message;
             }
@@ -203,10 +211,15 @@ impl WsClient {
 
     /// Reads until a message of type `kind`, keeping the others for later.
     pub async fn next_of(&mut self, kind: &str) -> Value {
+        self.next_of_any(&[kind]).await
+    }
+
+    /// Reads until a message of one of `kinds`, keeping the others for later.
+    pub async fn next_of_any(&mut self, kinds: &[&str]) -> Value {
         let mut skipped = Vec::new();
         let found = loop {
             let message = self.next().await;
-            if message["type"] == kind {
+            if kinds.iter().any(|kind| message["type"] == *kind) {
                 break message;
             }
             skipped.push(message);
@@ -237,15 +250,21 @@ impl WsClient {
     pub async fn command_at(&mut self, id: &str, seq: u64, mv: Value) -> Value {
         self.send(json!({ "type": "command", "id": id, "seq": seq, "move": mv }))
             .await;
-        loop {
+        let mut skipped = Vec::new();
+        let reply = loop {
             let message = self.next().await;
             if matches!(message["type"].as_str(), Some("ack" | "rejected")) && message["id"] == id {
-                return message;
+                break message;
             }
+            // Updates are already absorbed into the mirror; anything else waits its turn.
             if message["type"] != "update" && message["type"] != "presence" {
-                self.pending.push_back(message);
+                skipped.push(message);
             }
+        };
+        for message in skipped.into_iter().rev() {
+            self.pending.push_front(message);
         }
+        reply
     }
 
     /// The frame after which the server closed the connection, and its close code.

@@ -36,8 +36,16 @@ pub struct TestServer {
 }
 
 impl TestServer {
+    /// Starts a server whose rate limit lets scripted clients play as fast as they can
+    /// (humans never come near the defaults; the flood test uses them).
     pub async fn start(database_url: &str) -> TestServer {
-        TestServer::start_with(database_url, &[]).await
+        let unlimited = [
+            "--messages-per-second",
+            "100000",
+            "--message-burst",
+            "100000",
+        ];
+        TestServer::start_with(database_url, &unlimited).await
     }
 
     /// Starts the server with extra command-line options and waits until it listens.
@@ -119,6 +127,18 @@ impl TestServer {
             .await
             .expect("the server exits within 30 s of SIGTERM")
             .expect("wait for the server")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        // A failing test shows what the server said, which is usually where the cause is.
+        if std::thread::panicking() {
+            eprintln!(
+                "--- server log ---\n{}--- end of server log ---",
+                self.log()
+            );
+        }
     }
 }
 

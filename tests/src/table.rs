@@ -5,7 +5,7 @@ use crate::client::{Api, Seat, WsClient};
 use crate::server::TestServer;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub struct Table {
     pub game: String,
@@ -27,6 +27,14 @@ impl Table {
         for number in 1..players {
             seats.push(api.join(&creator.lobby, &format!("seat{number}")).await);
         }
+        Table::open(server, seats, seed).await
+    }
+
+    /// Connects a client for every taken seat (the creator's first) and a spectator,
+    /// then has the creator start the game.
+    pub async fn open(server: &TestServer, seats: Vec<Seat>, seed: u64) -> Table {
+        let api = Api::new(server.http());
+        let creator = seats[0].clone();
         let url = server.ws_url(&creator.lobby);
         let mut clients = Vec::new();
         for seat in &seats {
@@ -103,11 +111,15 @@ impl Table {
         let id = format!("cmd-{}", self.commands);
         let reply = self.players[mover].command(&id, choice).await;
         assert_eq!(reply["type"], "ack", "a legal move is accepted: {reply}");
-        let seq = reply["seq"].as_u64().unwrap();
+        self.catch_up(reply["seq"].as_u64().unwrap()).await;
+        reply
+    }
+
+    /// Brings every client (players and spectator) up to update `seq`.
+    pub async fn catch_up(&mut self, seq: u64) {
         for client in self.players.iter_mut().chain(self.spectator.as_mut()) {
             client.catch_up_to(seq).await;
         }
-        reply
     }
 
     fn choose(&mut self, legal: &[Value]) -> Value {
@@ -131,6 +143,22 @@ impl Table {
         played
     }
 
+    /// Reconnects every player (and a fresh spectator) to `server`, each resuming from
+    /// the last update it saw, and brings them all up to the game's current seq.
+    pub async fn reconnect(&mut self, server: &TestServer) {
+        let url = server.ws_url(&self.game);
+        for (index, seat) in self.seats.iter().enumerate() {
+            self.players[index] = WsClient::resume(&url, &seat.token, &self.players[index]).await;
+        }
+        let mut spectator = WsClient::join(&url, None, None).await;
+        spectator.next_of("snapshot").await;
+        let current = spectator.seq.expect("a snapshot seq");
+        for client in self.players.iter_mut() {
+            client.catch_up_to(current).await;
+        }
+        self.spectator = Some(spectator);
+    }
+
     /// Every client's mirrored state, which must all be equal.
     pub fn assert_mirrors_agree(&self) {
         let reference = &self.players[0].state;
@@ -141,9 +169,4 @@ impl Table {
             );
         }
     }
-}
-
-/// The move of the wire protocol that passes.
-pub fn pass() -> Value {
-    json!({ "type": "pass" })
 }

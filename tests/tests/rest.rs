@@ -1,0 +1,303 @@
+//! The REST API: lobbies, players, tiles, operations endpoints, and every error a
+//! client can provoke, each with its status and typed JSON body.
+
+use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::TestServer;
+use carcassonne_tests::table::Table;
+use serde_json::{Value, json};
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+async fn server() -> (TestDatabase, TestServer, Api) {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let api = Api::new(server.http());
+    (database, server, api)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lobby_errors_have_statuses_and_codes() {
+    let (_db, _server, api) = server().await;
+    let (status, body) = api
+        .get("/api/lobbies/6f1c0000-0000-4000-8000-000000000000")
+        .await;
+    assert_eq!((status, code(&body)), (404, "not_found"));
+    let (status, body) = api.get("/api/lobbies/not-a-uuid").await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, body) = api.post_raw("/api/lobbies", "{\"name\": ").await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, body) = api
+        .post(
+            "/api/lobbies",
+            json!({ "name": "x", "seats": 6, "display_name": "a" }),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (400, "bad_request"),
+        "six seats need Inns & Cathedrals"
+    );
+    let (status, body) = api.post("/api/lobbies", json!({ "name": "x", "seats": 2, "rules": { "expansions": ["dragons"] }, "display_name": "a" })).await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, body) = api.get("/api/nowhere").await;
+    assert_eq!((status, code(&body)), (404, "not_found"));
+
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    let lobby = creator.lobby.clone();
+    let (status, body) = api
+        .post_as(
+            &format!("/api/lobbies/{lobby}/start"),
+            &creator.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "not_enough_players"));
+    let bob = api.join(&lobby, "bob").await;
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "cat" }),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "lobby_full"));
+    let (status, body) = api
+        .post(&format!("/api/lobbies/{lobby}/start"), json!({}))
+        .await;
+    assert_eq!((status, code(&body)), (401, "missing_token"));
+    let (status, body) = api
+        .post_as(&format!("/api/lobbies/{lobby}/start"), "forged", json!({}))
+        .await;
+    assert_eq!((status, code(&body)), (401, "bad_token"));
+    let (status, body) = api
+        .post_as(
+            &format!("/api/lobbies/{lobby}/start"),
+            &bob.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "not_creator"));
+    let (status, _) = api
+        .post_as(
+            &format!("/api/lobbies/{lobby}/leave"),
+            &bob.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "ANN" }),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (409, "already_seated"),
+        "names are unique per lobby"
+    );
+    api.join(&lobby, "bob").await;
+    api.start(&creator).await;
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "late" }),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "lobby_not_open"));
+    let (status, body) = api
+        .post_as(
+            &format!("/api/lobbies/{lobby}/cancel"),
+            &creator.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "lobby_not_open"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_lobbies_need_their_invite_code_and_are_not_listed() {
+    let (_db, _server, api) = server().await;
+    let (_, created) = api
+        .post(
+            "/api/lobbies",
+            json!({ "name": "hidden", "seats": 3, "public": false, "display_name": "ann" }),
+        )
+        .await;
+    let lobby = created["lobby"]["id"].as_str().unwrap().to_owned();
+    let invite = created["invite_code"].as_str().unwrap().to_owned();
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "bob" }),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (403, "bad_invite_code"));
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "bob", "invite_code": invite }),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["invite_code"].is_null(),
+        "only the creator is shown the code"
+    );
+    let public = api
+        .create_lobby("cat", 2, json!({ "expansions": ["river"] }))
+        .await;
+    let (status, listed) = api.get("/api/lobbies?page=1&per_page=50").await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&public.lobby.as_str()));
+    assert!(
+        !ids.contains(&lobby.as_str()),
+        "private lobbies are not listed"
+    );
+    let (_, shown) = api.get(&format!("/api/lobbies/{}", public.lobby)).await;
+    assert_eq!(shown["rules"]["expansions"], json!(["river"]));
+    assert_eq!(shown["seats"][0]["name"], "cat");
+    assert!(shown.get("invite_code").is_none() && shown["seats"][0].get("token_hash").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creator_leaving_or_cancelling_closes_the_lobby() {
+    let (_db, _server, api) = server().await;
+    let creator = api.create_lobby("ann", 3, json!({})).await;
+    api.join(&creator.lobby, "bob").await;
+    let (status, body) = api
+        .post_as(
+            &format!("/api/lobbies/{}/cancel", creator.lobby),
+            &creator.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "cancelled");
+    let other = api.create_lobby("cat", 3, json!({})).await;
+    let (status, _) = api
+        .post_as(
+            &format!("/api/lobbies/{}/leave", other.lobby),
+            &other.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (_, shown) = api.get(&format!("/api/lobbies/{}", other.lobby)).await;
+    assert_eq!(shown["status"], "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn player_identities_join_seats_and_collect_history() {
+    let (_db, server, api) = server().await;
+    let (status, body) = api
+        .post("/api/players", json!({ "display_name": "  " }))
+        .await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, ada) = api
+        .post("/api/players", json!({ "display_name": "Ada" }))
+        .await;
+    assert_eq!(status, 201);
+    let (id, secret) = (ada["id"].as_str().unwrap(), ada["secret"].as_str().unwrap());
+    assert!(secret.len() >= 43, "secrets carry at least 256 bits");
+    let creator = api
+        .create_lobby("host", 2, json!({ "tile_limit": 5 }))
+        .await;
+    let join = |secret: &str| json!({ "player_id": id, "player_secret": secret });
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{}/join", creator.lobby),
+            join("wrong"),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (401, "bad_player_secret"));
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{}/join", creator.lobby),
+            join(secret),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ada_seat = Seat {
+        lobby: creator.lobby.clone(),
+        seat: 1,
+        token: body["seat_token"].as_str().unwrap().to_owned(),
+    };
+    assert_eq!(body["lobby"]["seats"][1]["name"], "Ada");
+    assert_eq!(body["lobby"]["seats"][1]["player_id"], id);
+    let second = api.create_lobby("host2", 3, json!({})).await;
+    api.post(&format!("/api/lobbies/{}/join", second.lobby), join(secret))
+        .await;
+    let (status, body) = api
+        .post(&format!("/api/lobbies/{}/join", second.lobby), join(secret))
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (409, "already_seated"),
+        "one identity, one seat"
+    );
+    // Play the short game through: it enters Ada's history.
+    let mut table = Table::open(&server, vec![creator.clone(), ada_seat], 8).await;
+    table.play_to_the_end().await;
+    let (_, stats) = api.get(&format!("/api/players/{id}")).await;
+    assert_eq!(stats["games"], 1, "{stats}");
+    let (_, history) = api.get(&format!("/api/players/{id}/matches")).await;
+    assert_eq!(history["items"].as_array().unwrap().len(), 1);
+    assert_eq!(history["items"][0]["id"], creator.lobby.as_str());
+    let (_, filtered) = api
+        .get(&format!("/api/matches?player={id}&players=3"))
+        .await;
+    assert!(filtered["items"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiles_health_metrics_and_openapi_are_served() {
+    let (_db, _server, api) = server().await;
+    let (status, tiles) = api.get("/api/tiles").await;
+    assert_eq!(status, 200);
+    let tiles = tiles.as_array().unwrap();
+    let total: u64 = tiles.iter().map(|t| t["count"].as_u64().unwrap()).sum();
+    assert_eq!(total, 72 + 12 + 18 + 10);
+    let d = tiles.iter().find(|t| t["id"] == "D").unwrap();
+    assert_eq!(d["edges"], json!(["city", "road", "field", "road"]));
+    assert_eq!(d["segments"][2]["halves"], json!(["En", "Wn"]));
+    assert_eq!(d["segments"][2]["borders"], json!(["c1"]));
+    let (status, health) = api.get("/healthz").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["database"], "ok");
+    let (status, metrics) = api.get("/metrics").await;
+    assert_eq!(status, 200);
+    let metrics = metrics.as_str().unwrap();
+    for name in [
+        "carcassonne_live_games",
+        "carcassonne_connections",
+        "carcassonne_moves_total",
+        "carcassonne_move_latency_seconds",
+    ] {
+        assert!(metrics.contains(name), "{name} missing from /metrics");
+    }
+    let (status, openapi) = api.get("/api/openapi.json").await;
+    assert_eq!(status, 200);
+    for path in [
+        "/api/lobbies",
+        "/api/lobbies/{id}/join",
+        "/api/players",
+        "/api/matches",
+        "/api/matches/{id}/record",
+        "/api/tiles",
+        "/healthz",
+    ] {
+        assert!(
+            openapi["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Connections over a game's life: spectators, reconnects, racing clients, duplicate
+//! commands, and a server that drains on SIGTERM.
+
+use carcassonne_tests::client::WsClient;
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::TestServer;
+use carcassonne_tests::table::Table;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spectator_sees_everything_but_cannot_move() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({ "tile_limit": 10 }), 1).await;
+    for _ in 0..6 {
+        table.play_one().await;
+    }
+    let spectator = table.spectator.as_mut().unwrap();
+    assert!(
+        spectator.legal_moves.is_none(),
+        "spectators are never sent legal moves"
+    );
+    let legal = table.players[table.mover().unwrap()]
+        .legal_moves
+        .clone()
+        .unwrap();
+    let spectator = table.spectator.as_mut().unwrap();
+    let reply = spectator.command("sneaky", legal[0].clone()).await;
+    assert_eq!(reply["type"], "rejected");
+    assert_eq!(reply["error"]["code"], "not_a_player");
+    table.play_to_the_end().await;
+    table.assert_mirrors_agree();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_who_disconnects_resumes_with_only_the_missed_updates() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({}), 2).await;
+    for _ in 0..4 {
+        table.play_one().await;
+    }
+    // Seat 1 drops and reconnects at once with the last seq it saw: nothing was missed.
+    let gone = table.players.remove(1);
+    let url = server.ws_url(&table.game);
+    let token = table.seats[1].token.clone();
+    let back = WsClient::resume(&url, &token, &gone).await;
+    drop(gone);
+    table.players.insert(1, back);
+    for _ in 0..4 {
+        table.play_one().await;
+    }
+    // Drop again, let the other seat move, come back asking for what was missed.
+    let gone = table.players.remove(1);
+    let last_seq = gone.seq.unwrap();
+    let mover = table.mover().unwrap();
+    assert_eq!(mover, 0, "after four whole turns seat 0 is to move again");
+    let legal = table.players[0].legal_moves.clone().unwrap();
+    let reply = table.players[0]
+        .command("while-away", legal[0].clone())
+        .await;
+    assert_eq!(reply["type"], "ack");
+    let now = reply["seq"].as_u64().unwrap();
+    table.players[0].catch_up_to(now).await;
+    table.spectator.as_mut().unwrap().catch_up_to(now).await;
+    let mut back = WsClient::resume(&url, &token, &gone).await;
+    drop(gone);
+    let missed = back.next().await;
+    assert_eq!(
+        missed["type"], "update",
+        "a short gap is filled with updates, not a snapshot"
+    );
+    assert_eq!(missed["seq"], last_seq + 1);
+    back.catch_up_to(now).await;
+    table.players.insert(1, back);
+    table.play_to_the_end().await;
+    table.assert_mirrors_agree();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_far_behind_or_from_nowhere_gets_a_snapshot() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({}), 3).await;
+    for _ in 0..80 {
+        table.play_one().await;
+    }
+    let url = server.ws_url(&table.game);
+    let mut stale = WsClient::join(&url, Some(&table.seats[0].token), Some(1)).await;
+    let first = stale.next().await;
+    assert_eq!(
+        first["type"], "snapshot",
+        "80 updates behind: a snapshot is cheaper"
+    );
+    assert_eq!(stale.state, table.players[0].state);
+    let mut future = WsClient::join(&url, None, Some(10_000)).await;
+    assert_eq!(future.next().await["type"], "snapshot");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_clients_racing_the_same_command_apply_it_once() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({}), 4).await;
+    let url = server.ws_url(&table.game);
+    let mover = table.mover().unwrap();
+    let token = table.seats[mover].token.clone();
+    let mut twin = WsClient::join(&url, Some(&token), None).await;
+    twin.next_of("snapshot").await;
+    let seq = table.players[mover].seq.unwrap();
+    let legal = table.players[mover].legal_moves.clone().unwrap();
+    // The same command id from two connections of one seat: one application, one seq.
+    let message = json!({ "type": "command", "id": "same", "seq": seq, "move": legal[0] });
+    table.players[mover].send(message.clone()).await;
+    twin.send(message).await;
+    let first = table.players[mover].next_of("ack").await;
+    let second = twin.next_of("ack").await;
+    assert_eq!(first["seq"], seq + 1);
+    assert_eq!(
+        second["seq"],
+        seq + 1,
+        "a repeated command id gets the original acknowledgement"
+    );
+    // Different ids for the same turn: the loser is told its view is stale.
+    table.players[mover].catch_up_to(seq + 1).await;
+    twin.catch_up_to(seq + 1).await;
+    let actions = table.players[mover].legal_moves.clone().unwrap();
+    let a = json!({ "type": "command", "id": "a", "seq": seq + 1, "move": actions[0] });
+    let b =
+        json!({ "type": "command", "id": "b", "seq": seq + 1, "move": actions[actions.len() - 1] });
+    table.players[mover].send(a).await;
+    twin.send(b).await;
+    let replies = [
+        table.players[mover].next_of_any(&["ack", "rejected"]).await,
+        twin.next_of_any(&["ack", "rejected"]).await,
+    ];
+    let acks = replies
+        .iter()
+        .filter(|reply| reply["type"] == "ack")
+        .count();
+    assert_eq!(
+        acks, 1,
+        "exactly one of two racing commands wins: {replies:?}"
+    );
+    let loser = replies
+        .iter()
+        .find(|reply| reply["type"] == "rejected")
+        .unwrap();
+    assert_eq!(loser["error"]["code"], "stale_seq");
+    let spectator = table.spectator.as_mut().unwrap();
+    spectator.catch_up_to(seq + 2).await;
+    assert_eq!(
+        spectator.state["game"]["tiles_placed"], 1,
+        "the tile went down once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_tells_clients_drains_and_the_game_resumes_after_restart() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({ "tile_limit": 12 }), 5).await;
+    for _ in 0..5 {
+        table.play_one().await;
+    }
+    let seq = table.players[0].seq.unwrap();
+    let status = server.terminate().await;
+    assert!(
+        status.success(),
+        "a drained server exits cleanly: {status:?}"
+    );
+    for client in table.players.iter_mut() {
+        let notice = client.next_of("shutdown").await;
+        assert!(notice["message"].as_str().unwrap().contains("restart"));
+        assert_eq!(
+            client.close_code().await,
+            Some(1012),
+            "close code: service restart"
+        );
+    }
+    let server = TestServer::start(&database.url()).await;
+    table.reconnect(&server).await;
+    assert_eq!(
+        table.spectator.as_ref().unwrap().seq,
+        Some(seq),
+        "nothing was lost or added"
+    );
+    table.play_to_the_end().await;
+    table.assert_mirrors_agree();
+}
