@@ -53,6 +53,14 @@ impl TestDatabase {
         }
     }
 
+    /// The URL of this Postgres database reached through another local port (a proxy).
+    pub fn url_through_port(&self, port: u16) -> String {
+        let url = self.url();
+        let (scheme_and_host, database) = url.rsplit_once('/').expect("a database URL");
+        let (before_host, _) = scheme_and_host.rsplit_once('@').expect("a user in the URL");
+        format!("{before_host}@127.0.0.1:{port}/{database}")
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             TestDatabase::Sqlite { .. } => "sqlite",

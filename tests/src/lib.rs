@@ -5,9 +5,11 @@
 //! * [`server`]: the server process, started, killed (SIGKILL) or drained (SIGTERM).
 //! * [`client`]: a REST client and a WebSocket client that mirrors the public state by
 //!   applying every patch and checks that `seq` never skips.
+//! * [`proxy`]: a TCP proxy to cut the server off from its database and reconnect it.
 //! * [`table`]: several clients seated at one game, playing it move by move.
 
 pub mod client;
 pub mod database;
+pub mod proxy;
 pub mod server;
 pub mod table;
