@@ -1,13 +1,20 @@
 //! The board: placed tiles on a growable dense grid, and the frontier of empty cells
 //! next to them with the edge constraint each one imposes.
 //!
+//! The grid is a square window around the origin that doubles as tiles reach its border,
+//! up to a fixed size that no real game reaches; cells beyond it are kept in a map, so
+//! that a contrived record laying a very long line of tiles costs memory in proportion
+//! to its length rather than to its square.
+//!
 //! Legal placement generation is the engine's hot loop, so every frontier cell keeps a
 //! packed constraint (two bits per side, see [`TileDef::packed_edges`]) that is updated
 //! when a neighbour is placed. A tile fits a cell at a rotation when
-//! `edges & mask == value`: one instruction per candidate, no neighbour lookups.
+//! `edges & mask == value`, and [`FrontierCell::fitting_rotations`] tests all four
+//! rotations in a handful of instructions, without branches or neighbour lookups.
 
 use crate::geometry::{Pos, Rotation, Side};
 use crate::tiles::{EdgeKind, TileDef, TileId};
+use std::collections::HashMap;
 
 /// A tile on the board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -36,8 +43,26 @@ pub(crate) struct FrontierCell {
 }
 
 impl FrontierCell {
+    #[cfg(test)]
     pub fn accepts(&self, def: &TileDef, rotation: Rotation) -> bool {
-        def.packed_edges(rotation) & self.mask == self.value
+        self.fitting_rotations(def) & (1 << rotation.quarter_turns()) != 0
+    }
+
+    /// The rotations at which `def` fits this cell, as bits 0 to 3 (0, 90, 180, 270).
+    #[inline]
+    pub fn fitting_rotations(&self, def: &TileDef) -> u32 {
+        // Four tests in one, without branches: with the constraint copied into every
+        // byte, byte r of `diff` is zero exactly when rotation r fits.
+        const EVERY_BYTE: u32 = 0x0101_0101;
+        const LOW_SEVEN: u32 = 0x7f7f_7f7f;
+        let mask = u32::from(self.mask) * EVERY_BYTE;
+        let value = u32::from(self.value) * EVERY_BYTE;
+        let diff = (def.packed_edges_by_rotation() & mask) ^ value;
+        // The exact zero-byte test: the top bit of a byte survives only if the byte is 0.
+        let zero_bytes = !(((diff & LOW_SEVEN) + LOW_SEVEN) | diff | LOW_SEVEN);
+        // Gather the four top bits (7, 15, 23, 31) into bits 21 to 24: each power of two
+        // in the multiplier moves one of them there, and no two products overlap.
+        ((zero_bytes >> 7).wrapping_mul(0x0020_4081) >> 21) & 0xf
     }
 
     /// The first side where `def` at `rotation` does not match its neighbour.
@@ -50,48 +75,87 @@ impl FrontierCell {
 }
 
 /// A square window of the plane, centred on the origin, that doubles when a tile comes
-/// near its border. Cells hold 1 + an index (0 is empty).
+/// near its border, up to [`Grid::MAX_RADIUS`], and a map for the cells beyond it.
+/// Cells hold 1 + an index (0 is empty).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Grid {
     radius: i32,
     cells: Vec<u32>,
+    far: HashMap<Pos, u32>,
 }
 
 impl Grid {
+    /// The largest window: two megabytes for both grids of a board. The largest real game
+    /// has 112 tiles, so its tiles stay within a radius of 128; only a contrived record
+    /// ever gets past 256 and into the map.
+    const MAX_RADIUS: i32 = 256;
+
     fn with_radius(radius: i32) -> Grid {
         let width = (2 * radius + 1) as usize;
         Grid {
             radius,
             cells: vec![0; width * width],
+            far: HashMap::new(),
         }
     }
 
+    /// How far `pos` lies from the origin along its farther axis.
+    fn reach(pos: Pos) -> u32 {
+        // Not `abs`: `i32::MIN.abs()` overflows. An earlier bounds test built on `abs`
+        // let a record naming cell -2147483648,y index outside the grid (a panic) or
+        // alias another cell in release builds.
+        pos.x.unsigned_abs().max(pos.y.unsigned_abs())
+    }
+
+    #[inline]
     fn slot(&self, pos: Pos) -> Option<usize> {
-        let r = self.radius;
-        if pos.x.abs() > r || pos.y.abs() > r {
-            return None;
-        }
-        let width = 2 * r + 1;
-        Some(((pos.y + r) * width + (pos.x + r)) as usize)
+        // Shifted by the radius, the window is 0..width on both axes. Wrapping keeps every
+        // i32 in range of that test: a cell beyond the window, even at i32::MIN or
+        // i32::MAX, wraps to a large unsigned value and is refused.
+        let width = (2 * self.radius + 1) as u32;
+        let column = pos.x.wrapping_add(self.radius) as u32;
+        let row = pos.y.wrapping_add(self.radius) as u32;
+        (column < width && row < width).then(|| (row * width + column) as usize)
     }
 
+    /// Looked up on every placement, check and scoring, so kept small enough to inline.
+    #[inline]
     fn get(&self, pos: Pos) -> Option<u32> {
-        let value = self.cells[self.slot(pos)?];
+        let value = match self.slot(pos) {
+            Some(slot) => self.cells[slot],
+            None => self.get_far(pos),
+        };
         (value != 0).then(|| value - 1)
     }
 
-    /// Stores `index` at `pos`, which the caller has made sure lies inside the grid.
-    fn set(&mut self, pos: Pos, index: Option<u32>) {
-        let slot = self.slot(pos).expect("grid grown before writing");
-        self.cells[slot] = index.map_or(0, |i| i + 1);
+    /// The stored value of a cell beyond the window; only contrived records get here.
+    #[cold]
+    #[inline(never)]
+    fn get_far(&self, pos: Pos) -> u32 {
+        self.far.get(&pos).copied().unwrap_or(0)
     }
 
+    fn set(&mut self, pos: Pos, index: Option<u32>) {
+        let value = index.map_or(0, |i| i + 1);
+        match self.slot(pos) {
+            Some(slot) => self.cells[slot] = value,
+            None if value == 0 => {
+                self.far.remove(&pos);
+            }
+            None => {
+                self.far.insert(pos, value);
+            }
+        }
+    }
+
+    /// A larger copy when `pos` or a cell next to it would fall outside the window and
+    /// the window may still grow.
     fn grown_to_hold(&self, pos: Pos) -> Option<Grid> {
-        if pos.x.abs() < self.radius && pos.y.abs() < self.radius {
+        if Grid::reach(pos) < self.radius as u32 || self.radius >= Grid::MAX_RADIUS {
             return None;
         }
         let mut radius = self.radius;
-        while pos.x.abs() >= radius || pos.y.abs() >= radius {
+        while Grid::reach(pos) >= radius as u32 && radius < Grid::MAX_RADIUS {
             radius *= 2;
         }
         let mut grown = Grid::with_radius(radius);
@@ -101,6 +165,9 @@ impl Grid {
                 let pos = Pos::new(x, y);
                 grown.set(pos, self.get(pos));
             }
+        }
+        for (&pos, &value) in &self.far {
+            grown.set(pos, Some(value - 1));
         }
         Some(grown)
     }
@@ -117,12 +184,14 @@ pub(crate) struct Board {
 impl Board {
     const INITIAL_RADIUS: i32 = 16;
 
-    pub fn new() -> Board {
+    /// An empty board with room for `tiles` tiles and the frontier around them.
+    pub fn with_capacity(tiles: usize) -> Board {
         Board {
-            placed: Vec::new(),
+            placed: Vec::with_capacity(tiles),
             tiles: Grid::with_radius(Board::INITIAL_RADIUS),
             frontier_slots: Grid::with_radius(Board::INITIAL_RADIUS),
-            frontier: Vec::new(),
+            // Each tile adds at most two cells to the frontier net (four new, one filled).
+            frontier: Vec::with_capacity(2 * tiles + 2),
         }
     }
 
@@ -232,7 +301,7 @@ mod tests {
 
     #[test]
     fn frontier_tracks_empty_neighbours_and_their_constraints() {
-        let mut board = Board::new();
+        let mut board = Board::with_capacity(0);
         board.place(tile("D"), Pos::ORIGIN, Rotation::R0, 0);
         assert_eq!(board.frontier().len(), 4);
         let north = board.frontier_cell(Pos::new(0, -1)).unwrap();
@@ -248,8 +317,24 @@ mod tests {
     }
 
     #[test]
+    fn cells_at_the_ends_of_the_coordinate_range_are_empty_and_alias_nothing() {
+        // Records can name any i32 cell; none of these may panic or find the start tile.
+        let mut board = Board::with_capacity(0);
+        board.place(tile("D"), Pos::ORIGIN, Rotation::R0, 0);
+        let extremes = [i32::MIN, i32::MIN + 1, -17, 17, i32::MAX];
+        for x in extremes {
+            for y in extremes.into_iter().chain([0]) {
+                let pos = Pos::new(x, y);
+                assert_eq!(board.index_at(pos), None, "{pos}");
+                assert!(board.frontier_cell(pos).is_none(), "{pos}");
+            }
+        }
+        assert_eq!(board.index_at(Pos::ORIGIN), Some(0));
+    }
+
+    #[test]
     fn the_grid_grows_without_losing_tiles() {
-        let mut board = Board::new();
+        let mut board = Board::with_capacity(0);
         for x in 0..100 {
             board.place(tile("U"), Pos::new(x, 0), Rotation::R0, 0);
         }
@@ -258,5 +343,31 @@ mod tests {
         }
         assert!(board.frontier_cell(Pos::new(100, 0)).is_some());
         assert_eq!(board.frontier().len(), 2 * 100 + 2);
+        assert!(
+            board.tiles.far.is_empty(),
+            "a real game's size never needs the map"
+        );
+    }
+
+    #[test]
+    fn a_line_beyond_the_largest_window_goes_on_in_the_map() {
+        // A line of 600 tiles westwards from the origin: the window stops growing at
+        // radius 256 and the 343 tiles beyond it, with their frontier, live in the map.
+        let mut board = Board::with_capacity(0);
+        let line = 600;
+        for step in 0..line {
+            board.place(tile("U"), Pos::new(-step, 0), Rotation::R0, 0);
+        }
+        assert_eq!(board.tiles.radius, Grid::MAX_RADIUS);
+        assert_eq!(
+            board.tiles.far.len(),
+            (line - 1 - Grid::MAX_RADIUS) as usize
+        );
+        for step in 0..line {
+            assert_eq!(board.index_at(Pos::new(-step, 0)), Some(step as usize));
+            assert!(board.frontier_cell(Pos::new(-step, 1)).is_some());
+        }
+        assert!(board.frontier_cell(Pos::new(-line, 0)).is_some());
+        assert_eq!(board.frontier().len(), 2 * line as usize + 2);
     }
 }

@@ -54,6 +54,17 @@ pub(crate) struct Features {
 }
 
 impl Features {
+    /// An empty graph with room for `nodes` nodes, so that a game adds its tiles without
+    /// growing the vectors again and again (that growth was a tenth of a whole game).
+    pub fn with_capacity(nodes: usize) -> Features {
+        Features {
+            parent: Vec::with_capacity(nodes),
+            next: Vec::with_capacity(nodes),
+            nodes: Vec::with_capacity(nodes),
+            stats: Vec::with_capacity(nodes),
+        }
+    }
+
     /// Adds one node per segment of a newly placed tile and returns the first node.
     pub fn add_tile(&mut self, tile: u32, def: &TileDef) -> NodeId {
         let base = self.nodes.len() as NodeId;

@@ -159,7 +159,7 @@ impl HalfSide {
         // Going clockwise round my tile and round the neighbour's tile run in opposite
         // directions along the shared side, so the first half meets the second.
         let side = self.0 / 2;
-        let first = self.0 % 2 == 0;
+        let first = self.0.is_multiple_of(2);
         let other_side = (side + 2) % 4;
         HalfSide(other_side * 2 + if first { 1 } else { 0 })
     }

@@ -17,6 +17,8 @@ mod features;
 pub mod figures;
 pub mod game;
 pub mod geometry;
+#[cfg(test)]
+mod recompute;
 pub mod record;
 pub mod river;
 pub mod rules;

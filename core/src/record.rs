@@ -204,11 +204,14 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
             )));
         }
         let legal = legal.then(|| sorted_placements(&game));
-        let mut events = Vec::new();
-        for mv in turn.moves() {
-            events = game.play(mv).map_err(|error| illegal(error.to_string()))?;
-        }
-        let scores = scores_before_end_of_game(&game, &events);
+        let [placement, action] = turn.moves();
+        game.play(placement)
+            .map_err(|error| illegal(error.to_string()))?;
+        let before_action = game.scores().to_vec();
+        let events = game
+            .play(action)
+            .map_err(|error| illegal(error.to_string()))?;
+        let scores = scores_before_end_of_game(&before_action, &events);
         turns.push(TurnReport {
             player,
             tile,
@@ -233,16 +236,25 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
 }
 
 /// The totals at the end of the turn, before any end-of-game scoring that the turn's
-/// last move set off: the notation reports those separately as `final_scores`.
-fn scores_before_end_of_game(game: &Game, events: &[Event]) -> Vec<u32> {
-    let mut scores = game.scores().to_vec();
+/// last move set off: the notation reports that separately as `final_scores`. They are
+/// the totals before the action plus what the action paid (an abbot's recall) and what
+/// the features it completed paid. Counting forward, rather than taking the end-of-game
+/// points off the final totals, stays exact when an absurd farm value saturates them.
+fn scores_before_end_of_game(before_action: &[u32], events: &[Event]) -> Vec<u32> {
+    let mut scores = before_action.to_vec();
+    let mut credit = |seat: Seat, points: u32| {
+        let score = &mut scores[seat as usize];
+        *score = score.saturating_add(points);
+    };
     for event in events {
-        if let Event::FeatureScored(score) = event
-            && !score.completed
-        {
-            for &seat in &score.scorers {
-                scores[seat as usize] -= score.points;
+        match event {
+            Event::FeatureScored(score) if score.completed => {
+                for &seat in &score.scorers {
+                    credit(seat, score.points);
+                }
             }
+            Event::AbbotRecalled { figure, points } => credit(figure.player, *points),
+            _ => {}
         }
     }
     scores

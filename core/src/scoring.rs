@@ -42,14 +42,16 @@ impl Game {
             }
         }
         for pos in once(tile.pos).chain(tile.pos.surrounding()) {
+            // Most cells hold no monastery or garden, so look for one before counting.
+            let Some(node) = self.centre_node_at(pos) else {
+                continue;
+            };
             if self.board.surrounding_tiles(pos) == 8 {
-                for node in self.centre_nodes_at(pos) {
-                    let score = self.score_centre(node, true);
-                    if !score.figures.is_empty() {
-                        self.return_home(node);
-                    }
-                    events.push(Event::FeatureScored(score));
+                let score = self.score_centre(node, true);
+                if !score.figures.is_empty() {
+                    self.return_home(node);
                 }
+                events.push(Event::FeatureScored(score));
             }
         }
     }
@@ -57,20 +59,23 @@ impl Game {
     /// Scores what is unfinished, in the order roads, cities, monasteries and gardens,
     /// then farms, and announces the winners.
     pub(crate) fn score_end_of_game(&mut self, events: &mut Vec<Event>) {
-        let claimed = |game: &Game, kind: SegmentKind| -> Vec<NodeId> {
-            game.features
-                .roots()
-                .filter(|&root| game.features.node(root).kind == kind)
-                .filter(|&root| game.features.stats(root).figures > 0)
-                .collect()
-        };
+        // One pass over the nodes finds every claimed feature; the passes per kind below
+        // then only go through those few.
+        let claimed: Vec<NodeId> = self
+            .features
+            .roots()
+            .filter(|&root| self.features.stats(root).figures > 0)
+            .collect();
         let mut order = vec![SegmentKind::Road, SegmentKind::City];
         order.extend([SegmentKind::Monastery, SegmentKind::Garden]);
         if self.rules.farmers {
             order.push(SegmentKind::Field);
         }
         for kind in order {
-            for root in claimed(self, kind) {
+            for &root in &claimed {
+                if self.features.node(root).kind != kind {
+                    continue;
+                }
                 let score = match kind {
                     SegmentKind::Monastery | SegmentKind::Garden => self.score_centre(root, false),
                     _ => self.score_feature(root, false),
@@ -97,7 +102,9 @@ impl Game {
             SegmentKind::Field => {
                 let cities = self.completed_cities_bordering(root);
                 completed_cities = Some(cities);
-                cities * self.rules.farmer_city_points
+                // The farm value comes from the rules, which users write: saturate rather
+                // than overflow on an absurd one (see `credit_majority`).
+                cities.saturating_mul(self.rules.farmer_city_points)
             }
             _ => 0,
         };
@@ -145,7 +152,10 @@ impl Game {
         }
         let scorers = leaders(&weight);
         for &seat in &scorers {
-            self.scores[seat as usize] += points;
+            // Only an absurd `farmer_city_points` can come near the limit; a score that
+            // stops at u32::MAX is still the largest, where wrapping would not be.
+            let score = &mut self.scores[seat as usize];
+            *score = score.saturating_add(points);
         }
         scorers
     }
@@ -200,19 +210,11 @@ impl Game {
         cities.len() as u32
     }
 
-    fn centre_nodes_at(&self, pos: Pos) -> Vec<NodeId> {
-        let Some(tile) = self.board.tile_at(pos) else {
-            return Vec::new();
-        };
-        let def = tile.def();
-        def.segments
-            .iter()
-            .enumerate()
-            .filter(|(_, segment)| {
-                matches!(segment.kind(), SegmentKind::Monastery | SegmentKind::Garden)
-            })
-            .map(|(index, _)| tile.node_base + index as u32)
-            .collect()
+    /// The monastery or garden node of the tile at `pos`, if there is one.
+    fn centre_node_at(&self, pos: Pos) -> Option<NodeId> {
+        let tile = self.board.tile_at(pos)?;
+        let segment = tile.def().centre_segment()?;
+        Some(tile.node_base + segment as u32)
     }
 }
 

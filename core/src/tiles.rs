@@ -191,6 +191,8 @@ pub struct TileDef {
     half_field: [Option<u8>; 8],
     /// The edge kinds at each rotation, two bits per world side (see [`TileDef::packed_edges`]).
     packed: [u8; 4],
+    /// The monastery or garden segment, if any (no tile has both).
+    centre: Option<u8>,
 }
 
 impl TileDef {
@@ -232,10 +234,22 @@ impl TileDef {
         self.half_field[half.unrotated(rotation).index()].map(usize::from)
     }
 
+    /// The monastery or garden segment, which scoring looks up for every cell around
+    /// each placed tile.
+    pub(crate) fn centre_segment(&self) -> Option<usize> {
+        self.centre.map(usize::from)
+    }
+
     /// The four world-side edges at `rotation` packed two bits each (N lowest), so that
     /// a fit test against a board cell is one mask and one compare.
     pub fn packed_edges(&self, rotation: Rotation) -> u8 {
         self.packed[rotation.quarter_turns()]
+    }
+
+    /// [`TileDef::packed_edges`] for all four rotations, rotation `r` in byte `r`, so
+    /// that one cell can be tested against every rotation at once.
+    pub(crate) fn packed_edges_by_rotation(&self) -> u32 {
+        u32::from_le_bytes(self.packed)
     }
 }
 
@@ -388,6 +402,7 @@ fn parse_tile_line(line: &str, set: TileSet) -> Result<TileDef, String> {
         side_segment: BySide::default(),
         half_field: [None; 8],
         packed: [0; 4],
+        centre: None,
     };
     index_tile(&mut def)?;
     Ok(def)
@@ -511,6 +526,13 @@ fn index_tile(def: &mut TileDef) -> Result<(), String> {
         }
     }
     check_edge_coverage(def)?;
+    let mut centres = def.segments.iter().enumerate().filter(|(_, segment)| {
+        matches!(segment.kind(), SegmentKind::Monastery | SegmentKind::Garden)
+    });
+    def.centre = centres.next().map(|(index, _)| index as u8);
+    if centres.next().is_some() {
+        return Err("a tile has more than one monastery or garden".into());
+    }
     for rotation in Rotation::ALL {
         def.packed[rotation.quarter_turns()] = Side::ALL.into_iter().fold(0, |packed, side| {
             packed | (def.edge(side, rotation) as u8) << (2 * side.index())
