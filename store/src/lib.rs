@@ -11,10 +11,39 @@
 //! Every change to a lobby or game carries the game's new `seq` (the number of the update
 //! the server will broadcast for it), and the store keeps `lobbies.seq` equal to the last
 //! one written, so sequence numbers survive restarts.
+//!
+//! # What the store enforces
+//!
+//! * A change that sets a `seq` is written only if that `seq` is greater than the lobby's
+//!   current one and the lobby is in the status the change needs (open for seats, start
+//!   and cancel; playing for moves and the finish); otherwise nothing is written and the
+//!   call returns [`StoreError::Conflict`], or [`StoreError::NotFound`] for a lobby that
+//!   does not exist. A repeated command is therefore always a conflict, never a second
+//!   application.
+//! * A player identity holds at most one seat of a lobby and of a match.
+//! * Every call that writes more than one row does so in one transaction.
+//!
+//! # Backends
+//!
+//! `postgres://` URLs use Postgres, `sqlite:` URLs an SQLite file (WAL mode, created when
+//! missing). Each has its own migrations folder (`migrations/postgres`,
+//! `migrations/sqlite`) with the same tables in that database's types, and both run the
+//! same SQL: the queries in `queries/` are compiled once per driver. Migrations are
+//! embedded in the binary and applied by [`Store::connect`].
+
+mod convert;
+mod error;
+mod match_query;
+mod options;
+mod postgres;
+mod schema;
+mod sqlite;
 
 use carcassonne_core::{Expansion, Move, Rules};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+pub use options::StoreOptions;
 
 /// Milliseconds since the Unix epoch, UTC.
 pub type Millis = i64;
@@ -204,39 +233,81 @@ pub struct PlayerStats {
 
 /// A connection pool to Postgres or SQLite, with the schema migrated.
 #[derive(Clone, Debug)]
-pub struct Store {}
+pub struct Store {
+    backend: BackendStore,
+}
+
+/// The same queries, compiled once per database driver.
+#[derive(Clone, Debug)]
+enum BackendStore {
+    Postgres(postgres::queries::SqlStore),
+    Sqlite(sqlite::queries::SqlStore),
+}
+
+/// Runs the same call on whichever backend the store talks to: `$db` is bound to the
+/// backend's `SqlStore`, whose methods have the same names and types for both.
+macro_rules! on_backend {
+    ($store:expr, $db:ident => $call:expr) => {
+        match &$store.backend {
+            BackendStore::Postgres($db) => $call,
+            BackendStore::Sqlite($db) => $call,
+        }
+    };
+}
 
 impl Store {
     /// Connects to `url` (`postgres://...` or `sqlite://path`, the file created when
     /// missing) and applies the migrations in `migrations/`.
     pub async fn connect(url: &str) -> Result<Store, StoreError> {
-        todo!("{url}")
+        Store::connect_with(&StoreOptions::new(url)).await
+    }
+
+    /// [`Store::connect`] with explicit pool settings.
+    pub async fn connect_with(options: &StoreOptions) -> Result<Store, StoreError> {
+        let backend = match options.backend()? {
+            Backend::Postgres => BackendStore::Postgres(postgres::connect(options).await?),
+            Backend::Sqlite => BackendStore::Sqlite(sqlite::connect(options).await?),
+        };
+        Ok(Store { backend })
     }
 
     pub fn backend(&self) -> Backend {
-        todo!()
+        match self.backend {
+            BackendStore::Postgres(_) => Backend::Postgres,
+            BackendStore::Sqlite(_) => Backend::Sqlite,
+        }
     }
 
     /// A cheap round trip, for health checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        todo!()
+        on_backend!(self, db => db.ping().await)
+    }
+
+    /// Closes every connection of the pool and waits for them to be closed. Later calls on
+    /// this store, or its clones, fail with [`StoreError::Unavailable`].
+    pub async fn close(&self) {
+        on_backend!(self, db => db.close().await)
     }
 
     pub async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
-        todo!("{player:?}")
+        on_backend!(self, db => db.create_player(player).await)
     }
 
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
-        todo!("{id}")
+        on_backend!(self, db => db.player(id).await)
     }
 
     /// Writes a new open lobby with its creator's seat.
-    pub async fn create_lobby(&self, lobby: &LobbyRow, creator: &SeatRow) -> Result<(), StoreError> {
-        todo!("{lobby:?} {creator:?}")
+    pub async fn create_lobby(
+        &self,
+        lobby: &LobbyRow,
+        creator: &SeatRow,
+    ) -> Result<(), StoreError> {
+        on_backend!(self, db => db.create_lobby(lobby, creator).await)
     }
 
     pub async fn lobby(&self, id: Uuid) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
-        todo!("{id}")
+        on_backend!(self, db => db.lobby(id).await)
     }
 
     /// Open public lobbies, newest first, `limit` of them after skipping `offset`.
@@ -245,17 +316,24 @@ impl Store {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
-        todo!("{offset} {limit}")
+        on_backend!(self, db => db.open_public_lobbies(offset, limit).await)
     }
 
     /// Adds a seat to an open lobby and sets its `seq`.
+    ///
+    /// Like every call that sets a `seq`, it fails with [`StoreError::Conflict`] unless
+    /// `seq` is greater than the lobby's current one and the lobby is in the expected
+    /// status (open here), and with [`StoreError::NotFound`] when there is no such lobby.
+    /// A seat number already taken, or a player identity already seated in this lobby, is
+    /// also a conflict; a `player_id` with no player row is [`StoreError::NotFound`].
     pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
-        todo!("{lobby} {seat:?} {seq}")
+        on_backend!(self, db => db.add_seat(lobby, seat, seq).await)
     }
 
-    /// Frees a seat of an open lobby and sets its `seq`.
+    /// Frees a seat of an open lobby and sets its `seq`. [`StoreError::NotFound`] when
+    /// that seat is not taken.
     pub async fn remove_seat(&self, lobby: Uuid, seat: u8, seq: u64) -> Result<(), StoreError> {
-        todo!("{lobby} {seat} {seq}")
+        on_backend!(self, db => db.remove_seat(lobby, seat, seq).await)
     }
 
     /// Starts the game: replaces the seats by `seats` (renumbered when the order was
@@ -268,58 +346,82 @@ impl Store {
         started_at: Millis,
         seq: u64,
     ) -> Result<(), StoreError> {
-        todo!("{lobby} {seats:?} {seed} {started_at} {seq}")
+        on_backend!(self, db => db.start_game(lobby, seats, seed, started_at, seq).await)
     }
 
     /// Cancels an open lobby and sets its `seq`.
     pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
-        todo!("{lobby} {seq}")
+        on_backend!(self, db => db.cancel_lobby(lobby, seq).await)
     }
 
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
     /// `seq`, in one transaction. [`StoreError::Conflict`] when that `seq` or that
-    /// `(seat, command_id)` is already written.
+    /// `(seat, command_id)` is already written, or when the game is not playing.
     pub async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
-        todo!("{game} {mv:?}")
+        on_backend!(self, db => db.append_move(game, mv).await)
     }
 
     /// Writes a game's last command together with its result, in one transaction: the
-    /// move, status `Finished`, `finished_at`, and the match rows.
+    /// move, status `Finished`, `finished_at`, and the match rows. On any error nothing
+    /// is written.
     pub async fn finish_game(
         &self,
         game: Uuid,
         last: &MoveRow,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
-        todo!("{game} {last:?} {result:?}")
+        on_backend!(self, db => db.finish_game(game, last, result).await)
     }
 
     /// Every open or playing lobby with its seats and move log, to restore at start-up.
+    /// Oldest lobby first.
     pub async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
-        todo!()
+        on_backend!(self, db => db.live_games().await)
     }
 
-    /// Finished matches, newest first, after `after`, at most `limit` of them.
+    /// Finished matches, newest first, after `after`, at most `limit` of them. `limit` is
+    /// raised to 1 and capped at [`MAX_MATCH_PAGE`].
     pub async fn matches(
         &self,
         filter: &MatchFilter,
         after: Option<MatchCursor>,
         limit: u32,
     ) -> Result<MatchPage, StoreError> {
-        todo!("{filter:?} {after:?} {limit}")
+        on_backend!(self, db => db.matches(filter, after, limit).await)
+    }
+
+    /// The database's plan for the query [`Store::matches`] runs with these arguments, as
+    /// text: for checking which index a listing uses, when one is slow.
+    pub async fn explain_matches(
+        &self,
+        filter: &MatchFilter,
+        after: Option<MatchCursor>,
+        limit: u32,
+    ) -> Result<String, StoreError> {
+        on_backend!(self, db => db.explain_matches(filter, after, limit).await)
     }
 
     pub async fn match_detail(&self, id: Uuid) -> Result<Option<MatchDetail>, StoreError> {
-        todo!("{id}")
+        on_backend!(self, db => db.match_detail(id).await)
     }
 
     /// The stored game record of a finished match.
     pub async fn match_record(&self, id: Uuid) -> Result<Option<serde_json::Value>, StoreError> {
-        todo!("{id}")
+        on_backend!(self, db => db.match_record(id).await)
     }
 
     /// Games, wins and average score of a player identity; `None` if it does not exist.
     pub async fn player_stats(&self, id: Uuid) -> Result<Option<PlayerStats>, StoreError> {
-        todo!("{id}")
+        on_backend!(self, db => db.player_stats(id).await)
+    }
+
+    /// Writes finished matches straight into the history, without lobbies or move logs,
+    /// in one transaction: for importing a history kept elsewhere, and for benchmarks.
+    /// The seats' player identities must exist.
+    pub async fn import_matches(&self, matches: &[FinishedMatch]) -> Result<(), StoreError> {
+        on_backend!(self, db => db.import_matches(matches).await)
     }
 }
+
+/// The most matches one call to [`Store::matches`] returns.
+pub const MAX_MATCH_PAGE: u32 = 200;

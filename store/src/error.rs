@@ -1,0 +1,154 @@
+//! Turning driver errors into [`StoreError`]s.
+//!
+//! The server decides what to tell a client from the variant alone: `Unavailable` means
+//! "try again", `Conflict` means the write was already made, `NotFound` that a row is
+//! missing. So the mapping must put every transient failure (lost connection, pool
+//! timeout, a locked SQLite file, a Postgres shutdown) under `Unavailable`, and nothing
+//! else.
+
+use sqlx::error::{DatabaseError, ErrorKind};
+use sqlx::migrate::MigrateError;
+use sqlx::postgres::PgDatabaseError;
+use sqlx::sqlite::SqliteError;
+
+use crate::StoreError;
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> StoreError {
+        let message = error.to_string();
+        match error {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+            | sqlx::Error::BeginFailed => StoreError::Unavailable(message),
+            sqlx::Error::Database(database_error) => from_database_error(&*database_error),
+            sqlx::Error::Configuration(_) | sqlx::Error::InvalidArgument(_) => {
+                StoreError::Config(message)
+            }
+            sqlx::Error::RowNotFound => StoreError::NotFound,
+            sqlx::Error::Migrate(migrate_error) => StoreError::from(*migrate_error),
+            // Decoding and encoding failures, and anything a later sqlx adds: none of them
+            // goes away by trying again, and all of them mean a row or a query is not what
+            // this crate expects.
+            _ => StoreError::Corrupt(message),
+        }
+    }
+}
+
+impl From<MigrateError> for StoreError {
+    fn from(error: MigrateError) -> StoreError {
+        match error {
+            // The database failed while migrating (e.g. the connection was lost): that is
+            // the database's state, not the migrations'.
+            MigrateError::Execute(sqlx_error) => StoreError::from(sqlx_error),
+            other => StoreError::Config(format!("migrations: {other}")),
+        }
+    }
+}
+
+fn from_database_error(error: &dyn DatabaseError) -> StoreError {
+    let message = error.message().to_owned();
+    match error.kind() {
+        ErrorKind::UniqueViolation => StoreError::Conflict(message),
+        // A seat or a match naming a player identity that was never created.
+        ErrorKind::ForeignKeyViolation => StoreError::NotFound,
+        _ => match postgres_sqlstate(error) {
+            Some(sqlstate) if is_transient_postgres(&sqlstate) => StoreError::Unavailable(message),
+            Some(sqlstate) if is_configuration_postgres(&sqlstate) => StoreError::Config(message),
+            Some(_) => StoreError::Corrupt(message),
+            None if sqlite_code(error).is_some_and(is_transient_sqlite) => {
+                StoreError::Unavailable(message)
+            }
+            None => StoreError::Corrupt(message),
+        },
+    }
+}
+
+/// The SQLSTATE of a Postgres error. Both backends report their codes as strings of
+/// digits, so the code alone does not say whose it is: the error's type does.
+fn postgres_sqlstate(error: &dyn DatabaseError) -> Option<String> {
+    error.try_downcast_ref::<PgDatabaseError>()?;
+    error.code().map(|code| code.into_owned())
+}
+
+/// The extended result code of a SQLite error.
+fn sqlite_code(error: &dyn DatabaseError) -> Option<i32> {
+    error.try_downcast_ref::<SqliteError>()?;
+    error.code()?.parse().ok()
+}
+
+/// Whether Postgres refused for a reason that passes: class 08 (connection exception),
+/// 53 (insufficient resources), 57P01-57P03 (shutdown, cannot connect now), 40001 and
+/// 40P01 (serialization failure, deadlock: retry the transaction).
+fn is_transient_postgres(sqlstate: &str) -> bool {
+    sqlstate.starts_with("08")
+        || sqlstate.starts_with("53")
+        || sqlstate.starts_with("57P")
+        || sqlstate == "40001"
+        || sqlstate == "40P01"
+}
+
+/// Whether the URL is wrong: class 28 (bad user or password) or 3D000 (no such database).
+fn is_configuration_postgres(sqlstate: &str) -> bool {
+    sqlstate.starts_with("28") || sqlstate == "3D000"
+}
+
+/// Whether SQLite refused for a reason that passes: busy or locked by another
+/// connection, or unable to open or write its file. The low byte of an extended result
+/// code is the primary code: BUSY 5, LOCKED 6, IOERR 10, FULL 13, CANTOPEN 14.
+fn is_transient_sqlite(extended_code: i32) -> bool {
+    const TRANSIENT_PRIMARY_CODES: [i32; 5] = [5, 6, 10, 13, 14];
+    TRANSIENT_PRIMARY_CODES.contains(&(extended_code & 0xff))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transient_postgres_states() {
+        for sqlstate in [
+            "08006", "08001", "57P01", "57P03", "53300", "40001", "40P01",
+        ] {
+            assert!(is_transient_postgres(sqlstate), "{sqlstate}");
+        }
+        for sqlstate in ["23505", "42P01", "22P02", "3D000"] {
+            assert!(!is_transient_postgres(sqlstate), "{sqlstate}");
+        }
+        for sqlstate in ["28P01", "28000", "3D000"] {
+            assert!(is_configuration_postgres(sqlstate), "{sqlstate}");
+        }
+    }
+
+    #[test]
+    fn transient_sqlite_codes() {
+        // SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT (517), SQLITE_IOERR_WRITE (778), SQLITE_CANTOPEN.
+        for code in [5, 517, 778, 14] {
+            assert!(is_transient_sqlite(code), "{code}");
+        }
+        // SQLITE_ERROR, SQLITE_CONSTRAINT_UNIQUE (2067), SQLITE_CORRUPT.
+        for code in [1, 2067, 11] {
+            assert!(!is_transient_sqlite(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn pool_and_io_errors_are_unavailable() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(matches!(
+            StoreError::from(sqlx::Error::Io(refused)),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::RowNotFound),
+            StoreError::NotFound
+        ));
+    }
+}

@@ -1,0 +1,64 @@
+//! How to connect: the database URL and the connection pool's limits.
+
+use std::time::Duration;
+
+use crate::{Backend, StoreError};
+
+/// Connection settings for [`Store::connect_with`](crate::Store::connect_with).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// `postgres://...` (or `postgresql://...`), or `sqlite://path` / `sqlite:path`.
+    pub url: String,
+    /// The most connections the pool opens.
+    pub max_connections: u32,
+    /// How long a call waits for a connection before failing with
+    /// [`StoreError::Unavailable`]. Kept short so that a lost database gives fast errors
+    /// instead of requests piling up.
+    pub acquire_timeout: Duration,
+    /// SQLite only: how long a statement waits for another connection's write lock.
+    pub busy_timeout: Duration,
+}
+
+impl StoreOptions {
+    pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+    pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// The default settings for `url`.
+    pub fn new(url: impl Into<String>) -> StoreOptions {
+        StoreOptions {
+            url: url.into(),
+            max_connections: StoreOptions::DEFAULT_MAX_CONNECTIONS,
+            acquire_timeout: StoreOptions::DEFAULT_ACQUIRE_TIMEOUT,
+            busy_timeout: StoreOptions::DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+
+    /// Which database the URL names, from its scheme.
+    pub fn backend(&self) -> Result<Backend, StoreError> {
+        let scheme = self.url.split(':').next().unwrap_or_default();
+        match scheme {
+            "postgres" | "postgresql" => Ok(Backend::Postgres),
+            "sqlite" => Ok(Backend::Sqlite),
+            _ => Err(StoreError::Config(format!(
+                "the database URL must start with postgres:// or sqlite:, not {scheme:?}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheme_chooses_the_backend() {
+        let backend = |url: &str| StoreOptions::new(url).backend().ok();
+        assert_eq!(backend("postgres://u@h/db"), Some(Backend::Postgres));
+        assert_eq!(backend("postgresql://u@h/db"), Some(Backend::Postgres));
+        assert_eq!(backend("sqlite://carcassonne.db"), Some(Backend::Sqlite));
+        assert_eq!(backend("sqlite::memory:"), Some(Backend::Sqlite));
+        assert_eq!(backend("mysql://u@h/db"), None);
+        assert_eq!(backend("carcassonne.db"), None);
+    }
+}

@@ -1,0 +1,269 @@
+//! Lobbies and their seats, up to the start of the game.
+
+use carcassonne_core::Rules;
+use sqlx::Row;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
+use crate::convert::{fit, seed_from_column, seed_to_column, status_from_column, status_to_column};
+use crate::{LobbyRow, LobbyStatus, Millis, SeatRow, StoreError};
+
+impl SqlStore {
+    pub(crate) async fn create_lobby(
+        &self,
+        lobby: &LobbyRow,
+        creator: &SeatRow,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        insert_lobby(&mut tx, lobby).await?;
+        insert_seat(&mut tx, lobby.id, creator).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn lobby(
+        &self,
+        id: Uuid,
+    ) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let lobby = sqlx::query(concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(lobby) = lobby else {
+            return Ok(None);
+        };
+        let seats = sqlx::query(concat!(
+            "SELECT ",
+            seat_columns!(),
+            " FROM seats WHERE lobby_id = $1 ORDER BY seat"
+        ))
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let seats = seats.iter().map(seat_from_row).collect::<Result<_, _>>()?;
+        Ok(Some((lobby_from_row(&lobby)?, seats)))
+    }
+
+    /// The conditions spell out the partial index `lobbies_open_public_newest`, so that
+    /// both databases read the page straight from it.
+    pub(crate) async fn open_public_lobbies(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let lobbies = sqlx::query(concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE status = 'open' AND is_public \
+             ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2"
+        ))
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&mut *tx)
+        .await?;
+        let seats = sqlx::query(concat!(
+            "SELECT lobby_id, ",
+            seat_columns!(),
+            " FROM seats WHERE lobby_id IN (SELECT id FROM lobbies \
+             WHERE status = 'open' AND is_public \
+             ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2) \
+             ORDER BY lobby_id, seat"
+        ))
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut seats = group_rows(&seats, "lobby_id", seat_from_row)?;
+        lobbies
+            .iter()
+            .map(|row| {
+                let lobby = lobby_from_row(row)?;
+                let lobby_seats = seats.remove(&lobby.id).unwrap_or_default();
+                Ok((lobby, lobby_seats))
+            })
+            .collect()
+    }
+
+    pub(crate) async fn add_seat(
+        &self,
+        lobby: Uuid,
+        seat: &SeatRow,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        advance_open_lobby(&mut tx, lobby, seq).await?;
+        insert_seat(&mut tx, lobby, seat).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn remove_seat(
+        &self,
+        lobby: Uuid,
+        seat: u8,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        advance_open_lobby(&mut tx, lobby, seq).await?;
+        let deleted = sqlx::query("DELETE FROM seats WHERE lobby_id = $1 AND seat = $2")
+            .bind(lobby)
+            .bind(i16::from(seat))
+            .execute(&mut *tx)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            // Dropping the transaction rolls back the seq update too.
+            return Err(StoreError::NotFound);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn start_game(
+        &self,
+        lobby: Uuid,
+        seats: &[SeatRow],
+        seed: u64,
+        started_at: Millis,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query(
+            "UPDATE lobbies SET status = 'playing', seed = $1, started_at = $2, seq = $3 \
+             WHERE id = $4 AND status = 'open' AND seq < $3",
+        )
+        .bind(seed_to_column(seed))
+        .bind(started_at)
+        .bind(fit::<u64, i64>(seq, "seq")?)
+        .bind(lobby)
+        .execute(&mut *tx)
+        .await?;
+        ensure_lobby_updated(
+            &mut tx,
+            updated.rows_affected(),
+            lobby,
+            LobbyStatus::Open,
+            seq,
+        )
+        .await?;
+        // The seats may have been renumbered, so they are replaced rather than updated.
+        sqlx::query("DELETE FROM seats WHERE lobby_id = $1")
+            .bind(lobby)
+            .execute(&mut *tx)
+            .await?;
+        for seat in seats {
+            insert_seat(&mut tx, lobby, seat).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query(
+            "UPDATE lobbies SET status = 'cancelled', seq = $1 \
+             WHERE id = $2 AND status = 'open' AND seq < $1",
+        )
+        .bind(fit::<u64, i64>(seq, "seq")?)
+        .bind(lobby)
+        .execute(&mut *tx)
+        .await?;
+        ensure_lobby_updated(
+            &mut tx,
+            updated.rows_affected(),
+            lobby,
+            LobbyStatus::Open,
+            seq,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Sets the `seq` of a lobby that must still be open.
+async fn advance_open_lobby(tx: &mut Tx, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
+    let updated =
+        sqlx::query("UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'open' AND seq < $1")
+            .bind(fit::<u64, i64>(seq, "seq")?)
+            .bind(lobby)
+            .execute(&mut **tx)
+            .await?;
+    ensure_lobby_updated(tx, updated.rows_affected(), lobby, LobbyStatus::Open, seq).await
+}
+
+async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO lobbies (id, name, is_public, invite_code, seat_count, rules, status, \
+         seed, seq, created_at, started_at, finished_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    )
+    .bind(lobby.id)
+    .bind(&lobby.name)
+    .bind(lobby.public)
+    .bind(&lobby.invite_code)
+    .bind(i16::from(lobby.seat_count))
+    .bind(Json(&lobby.rules))
+    .bind(status_to_column(lobby.status))
+    .bind(lobby.seed.map(seed_to_column))
+    .bind(fit::<u64, i64>(lobby.seq, "seq")?)
+    .bind(lobby.created_at)
+    .bind(lobby.started_at)
+    .bind(lobby.finished_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn insert_seat(tx: &mut Tx, lobby: Uuid, seat: &SeatRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO seats (lobby_id, seat, display_name, player_id, token_hash, creator, \
+         joined_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(lobby)
+    .bind(i16::from(seat.seat))
+    .bind(&seat.display_name)
+    .bind(seat.player_id)
+    .bind(&seat.token_hash)
+    .bind(seat.creator)
+    .bind(seat.joined_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub(super) fn lobby_from_row(row: &DbRow) -> Result<LobbyRow, StoreError> {
+    Ok(LobbyRow {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        public: row.try_get("is_public")?,
+        invite_code: row.try_get("invite_code")?,
+        seat_count: fit(row.try_get::<i16, _>("seat_count")?, "seat count")?,
+        rules: row.try_get::<Json<Rules>, _>("rules")?.0,
+        status: status_from_column(row.try_get("status")?)?,
+        seed: row.try_get::<Option<i64>, _>("seed")?.map(seed_from_column),
+        seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
+        created_at: row.try_get("created_at")?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
+    })
+}
+
+pub(super) fn seat_from_row(row: &DbRow) -> Result<SeatRow, StoreError> {
+    Ok(SeatRow {
+        seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
+        display_name: row.try_get("display_name")?,
+        player_id: row.try_get("player_id")?,
+        token_hash: row.try_get("token_hash")?,
+        creator: row.try_get("creator")?,
+        joined_at: row.try_get("joined_at")?,
+    })
+}

@@ -1,0 +1,140 @@
+//! Games in play: their move logs, their end, and their restoration after a restart.
+
+use carcassonne_core::Move;
+use sqlx::Row;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::lobbies::{lobby_from_row, seat_from_row};
+use super::matches::insert_matches;
+use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
+use crate::convert::fit;
+use crate::{FinishedMatch, LiveGame, LobbyStatus, MoveRow, StoreError};
+
+impl SqlStore {
+    /// The lobby is updated before the move is inserted so that a stale `seq` is reported
+    /// as such; a repeated `(seat, command_id)` under a new `seq` then fails on the
+    /// insert, and the rollback undoes the update.
+    pub(crate) async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query(
+            "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
+        )
+        .bind(fit::<u64, i64>(mv.seq, "seq")?)
+        .bind(game)
+        .execute(&mut *tx)
+        .await?;
+        ensure_lobby_updated(
+            &mut tx,
+            updated.rows_affected(),
+            game,
+            LobbyStatus::Playing,
+            mv.seq,
+        )
+        .await?;
+        insert_move(&mut tx, game, mv).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub(crate) async fn finish_game(
+        &self,
+        game: Uuid,
+        last: &MoveRow,
+        result: &FinishedMatch,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let updated = sqlx::query(
+            "UPDATE lobbies SET status = 'finished', finished_at = $1, seq = $2 \
+             WHERE id = $3 AND status = 'playing' AND seq < $2",
+        )
+        .bind(result.finished_at)
+        .bind(fit::<u64, i64>(last.seq, "seq")?)
+        .bind(game)
+        .execute(&mut *tx)
+        .await?;
+        ensure_lobby_updated(
+            &mut tx,
+            updated.rows_affected(),
+            game,
+            LobbyStatus::Playing,
+            last.seq,
+        )
+        .await?;
+        insert_move(&mut tx, game, last).await?;
+        insert_matches(&mut tx, std::slice::from_ref(result)).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The three reads select their lobbies with the same condition, the predicate of the
+    /// partial index `lobbies_live`, and run in one snapshot so that they agree.
+    pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let lobbies = sqlx::query(concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE status IN ('open', 'playing') ORDER BY created_at, id"
+        ))
+        .fetch_all(&mut *tx)
+        .await?;
+        let seats = sqlx::query(concat!(
+            "SELECT lobby_id, ",
+            seat_columns!(),
+            " FROM seats WHERE lobby_id IN \
+             (SELECT id FROM lobbies WHERE status IN ('open', 'playing')) \
+             ORDER BY lobby_id, seat"
+        ))
+        .fetch_all(&mut *tx)
+        .await?;
+        let moves = sqlx::query(concat!(
+            "SELECT game_id, ",
+            move_columns!(),
+            " FROM moves WHERE game_id IN \
+             (SELECT id FROM lobbies WHERE status IN ('open', 'playing')) \
+             ORDER BY game_id, seq"
+        ))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut seats = group_rows(&seats, "lobby_id", seat_from_row)?;
+        let mut moves = group_rows(&moves, "game_id", move_from_row)?;
+        lobbies
+            .iter()
+            .map(|row| {
+                let lobby = lobby_from_row(row)?;
+                Ok(LiveGame {
+                    seats: seats.remove(&lobby.id).unwrap_or_default(),
+                    moves: moves.remove(&lobby.id).unwrap_or_default(),
+                    lobby,
+                })
+            })
+            .collect()
+    }
+}
+
+async fn insert_move(tx: &mut Tx, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(game)
+    .bind(fit::<u64, i64>(mv.seq, "seq")?)
+    .bind(i16::from(mv.seat))
+    .bind(&mv.command_id)
+    .bind(Json(&mv.mv))
+    .bind(mv.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+fn move_from_row(row: &DbRow) -> Result<MoveRow, StoreError> {
+    Ok(MoveRow {
+        seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
+        seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
+        command_id: row.try_get("command_id")?,
+        mv: row.try_get::<Json<Move>, _>("move_json")?.0,
+        created_at: row.try_get("created_at")?,
+    })
+}

@@ -1,0 +1,134 @@
+//! Connecting, migrating, and failing fast when the database is gone.
+
+use std::time::{Duration, Instant};
+
+use carcassonne_store::{Backend, Store, StoreError};
+
+use crate::common::{
+    Context, Proxy, impatient_options, player, postgres_address, url_with_database,
+    url_with_host_port,
+};
+
+/// How long an unreachable database may take to be reported, with a 500 ms acquire
+/// timeout: well under the several seconds a client would wait otherwise.
+const FAST: Duration = Duration::from_secs(3);
+
+backend_tests! {
+    async fn migrations_are_idempotent(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        // Connecting again runs the migrator again, which must find nothing to do.
+        for _ in 0..2 {
+            let again = context.reopen().await;
+            assert_eq!(again.player(ada.id).await.unwrap(), Some(ada.clone()));
+            again.close().await;
+        }
+        let applied = context.count("SELECT COUNT(*) FROM _sqlx_migrations").await;
+        assert_eq!(applied, 1);
+    }
+
+    async fn the_store_knows_its_backend(context: Context) {
+        assert_eq!(context.store.backend(), context.backend);
+        context.store.ping().await.unwrap();
+    }
+
+    async fn a_closed_store_is_unavailable(context: Context) {
+        let other = context.reopen().await;
+        other.close().await;
+        let error = other.ping().await.unwrap_err();
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    }
+
+    async fn an_unreachable_database_is_unavailable_quickly(context: Context) {
+        let url = match context.backend {
+            // Nothing listens on port 1.
+            Backend::Postgres => url_with_host_port(&context.url, "127.0.0.1:1"),
+            Backend::Sqlite => "sqlite:///nonexistent-directory/store.db".to_owned(),
+        };
+        let started = Instant::now();
+        let error = Store::connect_with(&impatient_options(&url)).await.unwrap_err();
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
+    }
+
+    async fn a_wrong_url_is_a_configuration_error(context: Context) {
+        let wrong = match context.backend {
+            Backend::Postgres => url_with_database(&context.url, "no_such_database"),
+            Backend::Sqlite => format!("{}?mode=sideways", context.url),
+        };
+        let error = Store::connect_with(&impatient_options(&wrong)).await.unwrap_err();
+        assert!(matches!(error, StoreError::Config(_)), "{error:?}");
+        let unknown = Store::connect("mysql://root@127.0.0.1/carcassonne").await.unwrap_err();
+        assert!(matches!(unknown, StoreError::Config(_)), "{unknown:?}");
+    }
+
+    async fn the_store_recovers_when_the_database_returns(context: Context) {
+        match context.backend {
+            Backend::Postgres => postgres_comes_back(&context).await,
+            Backend::Sqlite => sqlite_file_comes_back(&context).await,
+        }
+    }
+}
+
+/// Cuts the connection to Postgres under a running store: calls fail fast with
+/// `Unavailable`, and once the server is reachable again the same store works, its
+/// broken connections replaced by the pool.
+async fn postgres_comes_back(context: &Context) {
+    let proxy = Proxy::start(0, postgres_address()).await;
+    let port = proxy.port();
+    let url = url_with_host_port(&context.url, &format!("127.0.0.1:{port}"));
+    let store = Store::connect_with(&impatient_options(&url)).await.unwrap();
+    store.ping().await.unwrap();
+
+    proxy.stop().await;
+    let started = Instant::now();
+    let error = store.ping().await.unwrap_err();
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
+
+    let proxy = Proxy::start(port, postgres_address()).await;
+    store.ping().await.unwrap();
+    let ada = player("Ada");
+    store.create_player(&ada).await.unwrap();
+    assert_eq!(context.store.player(ada.id).await.unwrap(), Some(ada));
+    store.close().await;
+    proxy.stop().await;
+}
+
+/// Moves the SQLite file's directory away: opening the database fails fast with
+/// `Unavailable` (and does not create a new, empty file elsewhere); once the directory
+/// is back, the database opens with its data.
+async fn sqlite_file_comes_back(context: &Context) {
+    let ada = player("Ada");
+    context.store.create_player(&ada).await.unwrap();
+    let path = context.url.trim_start_matches("sqlite://");
+    let directory = std::path::Path::new(path).parent().unwrap().to_owned();
+    let away = directory.with_extension("away");
+    std::fs::rename(&directory, &away).unwrap();
+
+    let started = Instant::now();
+    let error = Store::connect_with(&impatient_options(&context.url))
+        .await
+        .unwrap_err();
+    std::fs::rename(&away, &directory).unwrap();
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
+
+    let store = Store::connect(&context.url).await.unwrap();
+    assert_eq!(store.player(ada.id).await.unwrap(), Some(ada));
+    store.close().await;
+}
+
+/// The server's default URL names a file that does not exist on a fresh install.
+#[tokio::test]
+async fn sqlite_creates_a_missing_database_file() {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("carcassonne.db");
+    assert!(!path.exists());
+    let store = Store::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    assert!(path.exists());
+    assert_eq!(store.backend(), Backend::Sqlite);
+    store.close().await;
+}

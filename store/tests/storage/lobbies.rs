@@ -1,0 +1,167 @@
+//! Lobbies: creation, seats, start, cancellation, and the `seq` each change writes.
+
+use carcassonne_store::{LobbyStatus, Store, StoreError};
+use uuid::Uuid;
+
+use crate::common::{Context, EPOCH, open_lobby, player, seat};
+
+/// The `seq` a lobby has in the store.
+async fn seq_of(store: &Store, lobby: Uuid) -> u64 {
+    store.lobby(lobby).await.unwrap().unwrap().0.seq
+}
+
+backend_tests! {
+    async fn a_lobby_reads_back_as_written(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        let mut lobby = open_lobby("Saturday", EPOCH);
+        lobby.public = false;
+        lobby.invite_code = Some("XK3F".to_owned());
+        lobby.rules.farmers = false;
+        lobby.rules.expansions = vec![carcassonne_core::Expansion::Festival];
+        let creator = seat(0, "Ada", Some(ada.id));
+        context.store.create_lobby(&lobby, &creator).await.unwrap();
+
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read, lobby);
+        assert_eq!(seats, vec![creator]);
+        assert_eq!(context.store.lobby(Uuid::new_v4()).await.unwrap(), None);
+    }
+
+    async fn seats_come_and_go_and_set_seq(context: Context) {
+        let lobby = open_lobby("lobby", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        context.store.add_seat(lobby.id, &seat(1, "Bo", None), 2).await.unwrap();
+        context.store.add_seat(lobby.id, &seat(2, "Cy", None), 3).await.unwrap();
+        context.store.remove_seat(lobby.id, 1, 4).await.unwrap();
+
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read.seq, 4);
+        let names: Vec<_> = seats.iter().map(|s| s.display_name.as_str()).collect();
+        assert_eq!(names, ["Ada", "Cy"]);
+
+        // Freeing a seat nobody holds changes nothing, not even the seq.
+        let error = context.store.remove_seat(lobby.id, 3, 5).await.unwrap_err();
+        assert!(matches!(error, StoreError::NotFound), "{error:?}");
+        assert_eq!(seq_of(&context.store, lobby.id).await, 4);
+    }
+
+    async fn seq_only_moves_forward(context: Context) {
+        let lobby = open_lobby("lobby", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        context.store.add_seat(lobby.id, &seat(1, "Bo", None), 5).await.unwrap();
+        for stale in [5, 4] {
+            let error = context
+                .store
+                .add_seat(lobby.id, &seat(2, "Cy", None), stale)
+                .await
+                .unwrap_err();
+            assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
+        }
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read.seq, 5);
+        assert_eq!(seats.len(), 2);
+    }
+
+    async fn seat_writes_that_break_a_rule_change_nothing(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        let lobby = open_lobby("lobby", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", Some(ada.id))).await.unwrap();
+
+        // A seat number already taken, and an identity already seated.
+        let taken = context.store.add_seat(lobby.id, &seat(0, "Bo", None), 2).await;
+        assert!(matches!(taken, Err(StoreError::Conflict(_))), "{taken:?}");
+        let twice = context.store.add_seat(lobby.id, &seat(1, "Ada", Some(ada.id)), 2).await;
+        assert!(matches!(twice, Err(StoreError::Conflict(_))), "{twice:?}");
+        // An identity that was never created, and a lobby that does not exist.
+        let ghost_seat = seat(1, "Gus", Some(Uuid::new_v4()));
+        let ghost = context.store.add_seat(lobby.id, &ghost_seat, 2).await;
+        assert!(matches!(ghost, Err(StoreError::NotFound)), "{ghost:?}");
+        let nowhere = context.store.add_seat(Uuid::new_v4(), &seat(1, "Bo", None), 2).await;
+        assert!(matches!(nowhere, Err(StoreError::NotFound)), "{nowhere:?}");
+
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read.seq, 1);
+        assert_eq!(seats.len(), 1);
+    }
+
+    async fn starting_renumbers_the_seats(context: Context) {
+        let lobby = open_lobby("lobby", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        context.store.add_seat(lobby.id, &seat(1, "Bo", None), 2).await.unwrap();
+        context.store.add_seat(lobby.id, &seat(2, "Cy", None), 3).await.unwrap();
+
+        // The shuffled order: Cy first, then Ada, then Bo.
+        let mut shuffled = vec![seat(2, "Cy", None), seat(0, "Ada", None), seat(1, "Bo", None)];
+        for (number, seat) in shuffled.iter_mut().enumerate() {
+            seat.seat = number as u8;
+        }
+        let seed = u64::MAX - 7;
+        context.store.start_game(lobby.id, &shuffled, seed, EPOCH + 60_000, 4).await.unwrap();
+
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read.status, LobbyStatus::Playing);
+        assert_eq!(read.seed, Some(seed));
+        assert_eq!(read.started_at, Some(EPOCH + 60_000));
+        assert_eq!(read.seq, 4);
+        assert_eq!(seats, shuffled);
+
+        // A started game takes no more seats and cannot be cancelled or started again.
+        let late = context.store.add_seat(lobby.id, &seat(3, "Di", None), 5).await;
+        assert!(matches!(late, Err(StoreError::Conflict(_))), "{late:?}");
+        let cancel = context.store.cancel_lobby(lobby.id, 5).await;
+        assert!(matches!(cancel, Err(StoreError::Conflict(_))), "{cancel:?}");
+        let again = context.store.start_game(lobby.id, &shuffled, 1, EPOCH, 5).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+        assert_eq!(seq_of(&context.store, lobby.id).await, 4);
+    }
+
+    async fn a_cancelled_lobby_is_closed(context: Context) {
+        let lobby = open_lobby("lobby", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        context.store.cancel_lobby(lobby.id, 2).await.unwrap();
+
+        let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read.status, LobbyStatus::Cancelled);
+        assert_eq!(read.seq, 2);
+        assert_eq!(seats.len(), 1);
+        assert!(context.store.open_public_lobbies(0, 10).await.unwrap().is_empty());
+        assert!(context.store.live_games().await.unwrap().is_empty());
+        let again = context.store.cancel_lobby(lobby.id, 3).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+        let missing = context.store.cancel_lobby(Uuid::new_v4(), 3).await;
+        assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
+    }
+
+    async fn open_public_lobbies_list_newest_first(context: Context) {
+        let mut public_ids = Vec::new();
+        for minute in 0..5 {
+            let lobby = open_lobby(&format!("public {minute}"), EPOCH + minute * 60_000);
+            context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+            context.store.add_seat(lobby.id, &seat(1, "Bo", None), 2).await.unwrap();
+            public_ids.push(lobby.id);
+        }
+        public_ids.reverse();
+        let mut private = open_lobby("private", EPOCH + 3_600_000);
+        private.public = false;
+        context.store.create_lobby(&private, &seat(0, "Ada", None)).await.unwrap();
+        let started = open_lobby("started", EPOCH + 3_600_000);
+        context.store.create_lobby(&started, &seat(0, "Ada", None)).await.unwrap();
+        context.store.start_game(started.id, &[seat(0, "Ada", None)], 1, EPOCH, 2).await.unwrap();
+
+        let all = context.store.open_public_lobbies(0, 100).await.unwrap();
+        let ids: Vec<Uuid> = all.iter().map(|(lobby, _)| lobby.id).collect();
+        assert_eq!(ids, public_ids);
+        for (lobby, seats) in &all {
+            assert_eq!(lobby.status, LobbyStatus::Open);
+            let names: Vec<_> = seats.iter().map(|s| s.display_name.as_str()).collect();
+            assert_eq!(names, ["Ada", "Bo"]);
+        }
+        let middle = context.store.open_public_lobbies(1, 2).await.unwrap();
+        let middle_ids: Vec<Uuid> = middle.iter().map(|(lobby, _)| lobby.id).collect();
+        assert_eq!(middle_ids, public_ids[1..3]);
+        assert!(middle.iter().all(|(_, seats)| seats.len() == 2));
+        assert!(context.store.open_public_lobbies(5, 10).await.unwrap().is_empty());
+    }
+}

@@ -1,0 +1,182 @@
+//! Move logs, the end of a game, and restoring live games after a restart.
+
+use carcassonne_core::Expansion;
+use carcassonne_store::{LobbyStatus, MatchFilter, Store, StoreError};
+use uuid::Uuid;
+
+use crate::common::{
+    Context, EPOCH, finished_match, move_row, open_lobby, player, playing_game, seat,
+};
+
+/// The `seq` and move count of a game, as the store holds them.
+async fn game_state(context: &Context, game: Uuid) -> (u64, usize) {
+    let games = context.store.live_games().await.unwrap();
+    let live = games
+        .iter()
+        .find(|live| live.lobby.id == game)
+        .expect("a live game");
+    (live.lobby.seq, live.moves.len())
+}
+
+backend_tests! {
+    async fn moves_are_kept_in_order_with_the_seq(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let first_seq = game.seq + 1;
+        let moves: Vec<_> = (0..6)
+            .map(|turn| move_row(first_seq + turn, (turn % 2) as u8, &format!("c{turn}")))
+            .collect();
+        for mv in &moves {
+            context.store.append_move(game.id, mv).await.unwrap();
+        }
+        let games = context.store.live_games().await.unwrap();
+        assert_eq!(games.len(), 1);
+        assert_eq!(games[0].moves, moves);
+        assert_eq!(games[0].lobby.seq, first_seq + 5);
+    }
+
+    async fn a_repeated_seq_is_a_conflict_and_changes_nothing(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None)]).await;
+        let seq = game.seq + 1;
+        context.store.append_move(game.id, &move_row(seq, 0, "first")).await.unwrap();
+        let before = game_state(&context, game.id).await;
+
+        let repeated = move_row(seq, 0, "other");
+        let error = context.store.append_move(game.id, &repeated).await.unwrap_err();
+        assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
+        assert_eq!(game_state(&context, game.id).await, before);
+    }
+
+    async fn a_repeated_command_is_a_conflict_and_changes_nothing(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let seq = game.seq + 1;
+        context.store.append_move(game.id, &move_row(seq, 0, "cmd-1")).await.unwrap();
+        let before = game_state(&context, game.id).await;
+
+        // The same seat's command again, under a new seq: the seq update is rolled back.
+        let repeated = move_row(seq + 1, 0, "cmd-1");
+        let error = context.store.append_move(game.id, &repeated).await.unwrap_err();
+        assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
+        assert_eq!(game_state(&context, game.id).await, before);
+
+        // Command ids are per seat: another seat may use the same one.
+        context.store.append_move(game.id, &move_row(seq + 1, 1, "cmd-1")).await.unwrap();
+        assert_eq!(game_state(&context, game.id).await, (seq + 1, 2));
+    }
+
+    async fn moves_need_a_playing_game(context: Context) {
+        let lobby = open_lobby("not started", EPOCH);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        let early = context.store.append_move(lobby.id, &move_row(2, 0, "c")).await;
+        assert!(matches!(early, Err(StoreError::Conflict(_))), "{early:?}");
+        let nowhere = context.store.append_move(Uuid::new_v4(), &move_row(2, 0, "c")).await;
+        assert!(matches!(nowhere, Err(StoreError::NotFound)), "{nowhere:?}");
+        assert_eq!(context.count("SELECT COUNT(*) FROM moves").await, 0);
+    }
+
+    async fn finishing_writes_the_move_the_status_and_the_match(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        let seats = [seat(0, "Ada", Some(ada.id)), seat(1, "Bo", None)];
+        let game = playing_game(&context.store, &seats).await;
+        context.store.append_move(game.id, &move_row(game.seq + 1, 0, "c1")).await.unwrap();
+        let last = move_row(game.seq + 2, 1, "c2");
+        let mut result = finished_match(EPOCH + 3_600_000, &[], &[(Some(ada.id), 30), (None, 20)]);
+        result.id = game.id;
+        context.store.finish_game(game.id, &last, &result).await.unwrap();
+
+        let (lobby, _) = context.store.lobby(game.id).await.unwrap().unwrap();
+        assert_eq!(lobby.status, LobbyStatus::Finished);
+        assert_eq!(lobby.finished_at, Some(result.finished_at));
+        assert_eq!(lobby.seq, last.seq);
+        assert!(context.store.live_games().await.unwrap().is_empty());
+        assert_eq!(context.count("SELECT COUNT(*) FROM moves").await, 2);
+        let detail = context.store.match_detail(game.id).await.unwrap().expect("the match");
+        assert_eq!(detail.summary.seats, result.seats);
+        let after_the_end = move_row(last.seq + 1, 0, "c3");
+        let again = context.store.finish_game(game.id, &after_the_end, &result).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+    }
+
+    async fn a_failed_finish_writes_nothing(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let written = move_row(game.seq + 1, 0, "c1");
+        context.store.append_move(game.id, &written).await.unwrap();
+        let mut result = finished_match(EPOCH + 3_600_000, &[], &[(None, 30), (None, 20)]);
+        result.id = game.id;
+
+        // The last move reuses a written seq: the first statement fails.
+        let stale = move_row(written.seq, 1, "c2");
+        let error = context.store.finish_game(game.id, &stale, &result).await.unwrap_err();
+        assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
+
+        // A seat names an identity that does not exist: the last statement fails, after
+        // the move, the status and the match row were written in the transaction.
+        let mut orphan = result.clone();
+        orphan.seats[1].player_id = Some(Uuid::new_v4());
+        let last = move_row(written.seq + 1, 1, "c2");
+        let error = context.store.finish_game(game.id, &last, &orphan).await.unwrap_err();
+        assert!(matches!(error, StoreError::NotFound), "{error:?}");
+
+        assert_eq!(game_state(&context, game.id).await, (written.seq, 1));
+        assert_eq!(context.store.match_detail(game.id).await.unwrap(), None);
+        let page = context.store.matches(&MatchFilter::default(), None, 10).await.unwrap();
+        assert!(page.items.is_empty());
+        assert_eq!(context.count("SELECT COUNT(*) FROM match_players").await, 0);
+
+        // The same finish, made valid, then goes through.
+        context.store.finish_game(game.id, &last, &result).await.unwrap();
+        let page = context.store.matches(&MatchFilter::default(), None, 10).await.unwrap();
+        assert_eq!(page.items.len(), 1);
+    }
+
+    async fn live_games_survive_a_restart(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        // Older than the games below, which are created at EPOCH: restored oldest first.
+        let open = open_lobby("waiting", EPOCH - 1_000);
+        context.store.create_lobby(&open, &seat(0, "Ada", Some(ada.id))).await.unwrap();
+        context.store.add_seat(open.id, &seat(1, "Bo", None), 2).await.unwrap();
+        let players = [seat(0, "Cy", None), seat(1, "Di", None)];
+        let playing = playing_game(&context.store, &players).await;
+        for turn in 0..4 {
+            let mv = move_row(playing.seq + 1 + turn, (turn % 2) as u8, &format!("c{turn}"));
+            context.store.append_move(playing.id, &mv).await.unwrap();
+        }
+        let finished = playing_game(&context.store, &[seat(0, "Ed", None)]).await;
+        let mut result = finished_match(EPOCH + 1, &[], &[(None, 1)]);
+        result.id = finished.id;
+        let last = move_row(finished.seq + 1, 0, "end");
+        context.store.finish_game(finished.id, &last, &result).await.unwrap();
+        let cancelled = open_lobby("gone", EPOCH);
+        context.store.create_lobby(&cancelled, &seat(0, "Fay", None)).await.unwrap();
+        context.store.cancel_lobby(cancelled.id, 2).await.unwrap();
+        let before = context.store.live_games().await.unwrap();
+
+        context.store.close().await;
+        let restarted: Store = context.reopen().await;
+        let after = restarted.live_games().await.unwrap();
+        restarted.close().await;
+
+        assert_eq!(after, before);
+        let ids: Vec<Uuid> = after.iter().map(|live| live.lobby.id).collect();
+        assert_eq!(ids, [open.id, playing.id]);
+        assert_eq!(after[0].lobby.seq, 2);
+        assert_eq!(after[0].seats.len(), 2);
+        assert_eq!(after[0].seats[0].player_id, Some(ada.id));
+        assert_eq!(after[1].lobby.status, LobbyStatus::Playing);
+        assert_eq!(after[1].lobby.seed, Some(42));
+        assert_eq!(after[1].moves.len(), 4);
+        assert_eq!(after[1].lobby.seq, playing.seq + 4);
+        let seqs: Vec<u64> = after[1].moves.iter().map(|mv| mv.seq).collect();
+        assert_eq!(seqs, (playing.seq + 1..=playing.seq + 4).collect::<Vec<_>>());
+    }
+
+    async fn expansions_survive_in_the_lobby_rules(context: Context) {
+        let mut lobby = open_lobby("all of them", EPOCH);
+        lobby.rules.expansions = Expansion::ALL.to_vec();
+        lobby.rules.tile_limit = Some(40);
+        context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        let games = context.store.live_games().await.unwrap();
+        assert_eq!(games[0].lobby.rules, lobby.rules);
+    }
+}
