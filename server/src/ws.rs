@@ -15,7 +15,7 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
@@ -32,6 +32,8 @@ mod close {
 const FRAME_HARD_LIMIT: usize = 1 << 20;
 /// Failed hellos (bad token, private game) before the connection is closed.
 const MAX_FAILED_HELLOS: u32 = 3;
+/// How long a closing connection waits for the peer's close reply.
+const CLOSE_HANDSHAKE: Duration = Duration::from_secs(2);
 /// Longest accepted command id.
 const MAX_COMMAND_ID: usize = 64;
 
@@ -263,23 +265,8 @@ impl Connection {
         match parse_client_message(text) {
             Ok(ClientMessage::Command { id, seq, mv }) => self.on_command(id, seq, mv.into()).await,
             Ok(ClientMessage::Resync { last_seq }) => {
-                let token_hash = self.token_hash.clone();
-                match self
-                    .room
-                    .ask(|reply| RoomRequest::Resync {
-                        token_hash,
-                        last_seq,
-                        reply,
-                    })
-                    .await
-                {
-                    Ok(catch_up) => {
-                        self.last_seq = last_seq;
-                        for outgoing in catch_up {
-                            self.forward(&outgoing).await;
-                        }
-                    }
-                    Err(error) => self.send_error(&error).await,
+                if let Err(error) = self.resync(last_seq).await {
+                    self.send_error(&error).await;
                 }
             }
             Ok(ClientMessage::Ping) => self.send_text(ServerMessage::Pong.to_json().into()).await,
@@ -339,24 +326,30 @@ impl Connection {
             }
             Err(RecvError::Lagged(_)) => {
                 // Too far behind the broadcast: catch up from what this client last got.
-                let (token_hash, last_seq) = (self.token_hash.clone(), self.last_seq);
-                if let Ok(catch_up) = self
-                    .room
-                    .ask(|reply| RoomRequest::Resync {
-                        token_hash,
-                        last_seq,
-                        reply,
-                    })
-                    .await
-                {
-                    for outgoing in catch_up {
-                        self.forward(&outgoing).await;
-                    }
-                }
+                // If the room is gone the broadcast closes next and ends the connection.
+                let _ = self.resync(self.last_seq).await;
                 Flow::Continue
             }
             Err(RecvError::Closed) => Flow::Close(close::GOING_AWAY, "the game is no longer live"),
         }
+    }
+
+    /// Sends what a client that last saw `last_seq` is missing: updates or a snapshot.
+    async fn resync(&mut self, last_seq: Option<u64>) -> Result<(), AppError> {
+        let token_hash = self.token_hash.clone();
+        let catch_up = self
+            .room
+            .ask(|reply| RoomRequest::Resync {
+                token_hash,
+                last_seq,
+                reply,
+            })
+            .await?;
+        self.last_seq = last_seq;
+        for outgoing in catch_up {
+            self.forward(&outgoing).await;
+        }
+        Ok(())
     }
 
     /// Sends an update or snapshot unless the client already has it.
@@ -409,12 +402,25 @@ impl Connection {
         let _ = self.socket.send(Message::Text(text)).await;
     }
 
+    /// Closes with `code`, then waits briefly for the peer's close reply (reading and
+    /// dropping anything it still sends) so the close frame is delivered rather than lost
+    /// to a reset connection.
     async fn close(&mut self, code: u16, reason: &'static str) {
         let frame = CloseFrame {
             code,
             reason: Utf8Bytes::from_static(reason),
         };
-        let _ = self.socket.send(Message::Close(Some(frame))).await;
+        if self.socket.send(Message::Close(Some(frame))).await.is_err() {
+            return;
+        }
+        let drain = async {
+            while let Some(Ok(message)) = self.socket.recv().await {
+                if matches!(message, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_HANDSHAKE, drain).await;
     }
 }
 
@@ -459,7 +465,6 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn the_bucket_allows_a_burst_then_the_sustained_rate() {

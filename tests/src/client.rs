@@ -178,13 +178,18 @@ impl WsClient {
     }
 
     pub async fn send_text(&mut self, text: String) {
+        self.try_send_text(text).await.expect("send");
+    }
+
+    /// Sends, reporting failure (for tests where the server may hang up mid-stream).
+    pub async fn try_send_text(&mut self, text: String) -> Result<(), String> {
         if std::env::var_os("E2E_TRACE").is_some() {
             eprintln!("-> {}", &text[..text.len().min(300)]);
         }
         self.socket
             .send(Message::Text(text.into()))
             .await
-            .expect("send");
+            .map_err(|e| e.to_string())
     }
 
     /// The next message of any type (after bookkeeping), failing after [`PATIENCE`].

@@ -190,7 +190,14 @@ async fn flooding_and_oversized_messages_close_the_offender_only() {
     let url = server.ws_url(&table.game);
     let mut flooder = WsClient::join(&url, None, None).await;
     for _ in 0..200 {
-        flooder.send(json!({ "type": "ping" })).await;
+        // The server may hang up before the flood is over.
+        if flooder
+            .try_send_text(json!({ "type": "ping" }).to_string())
+            .await
+            .is_err()
+        {
+            break;
+        }
     }
     assert_eq!(
         flooder.close_code().await,

@@ -226,13 +226,7 @@ pub async fn show_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<LobbyView>, AppError> {
-    let (lobby, seats) = state
-        .store
-        .lobby(id)
-        .await
-        .map_err(AppError::from_store)?
-        .ok_or(AppError::NotFound("no lobby with this id"))?;
-    Ok(Json(lobby_view(&lobby, &seats)))
+    Ok(Json(current_view(&state, id).await?))
 }
 
 /// The live room of a lobby, or why there is none.
