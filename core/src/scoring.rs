@@ -17,6 +17,7 @@ use crate::features::NodeId;
 use crate::figures::{PlacedFigure, Seat};
 use crate::game::{Game, leaders};
 use crate::geometry::Pos;
+use crate::rules::Expansion;
 use crate::tiles::SegmentKind;
 use std::iter::once;
 
@@ -210,10 +211,15 @@ impl Game {
         cities.len() as u32
     }
 
-    /// The monastery or garden node of the tile at `pos`, if there is one.
+    /// The monastery or garden node of the tile at `pos`, if there is one. Gardens only
+    /// count with the Abbot: without it they are pictures, and a completed one is no news.
     fn centre_node_at(&self, pos: Pos) -> Option<NodeId> {
         let tile = self.board.tile_at(pos)?;
         let segment = tile.def().centre_segment()?;
+        let garden = tile.def().segments[segment].kind() == SegmentKind::Garden;
+        if garden && !self.rules.has(Expansion::Abbot) {
+            return None;
+        }
         Some(tile.node_base + segment as u32)
     }
 }

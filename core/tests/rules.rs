@@ -910,6 +910,33 @@ fn a_surrounded_garden_scores_nine_at_once_and_the_abbot_returns() {
 }
 
 #[test]
+fn without_the_abbot_a_surrounded_garden_is_not_a_feature_that_scores() {
+    // Rule: the Abbot expansion makes gardens live; without it a garden is a picture, so
+    // surrounding one reports nothing, while the B monasteries around it still count.
+    let mut game = base_game(&["Ug", "U", "U", "U", "U", "B", "B", "B"]);
+    let events = play_turns(
+        &mut game,
+        &[
+            ((0, 1, 0), Move::Pass),
+            ((1, 0, 0), Move::Pass),
+            ((-1, 0, 0), Move::Pass),
+            ((-1, 1, 0), Move::Pass),
+            ((1, 1, 0), Move::Pass),
+            ((-1, 2, 0), Move::Pass),
+            ((0, 2, 0), Move::Pass),
+            ((1, 2, 0), Move::Pass),
+        ],
+    );
+    assert!(
+        scored(&events)
+            .iter()
+            .all(|score| score.kind != SegmentKind::Garden),
+        "no garden is scored without the Abbot"
+    );
+    assert_eq!(game.scores(), &[0, 0]);
+}
+
+#[test]
 fn an_abbot_left_on_an_unfinished_garden_scores_one_plus_neighbours_at_the_end() {
     // Rule: an incomplete garden scores 1 + each surrounding tile at the end.
     // Ug at 1,0 with the abbot; U at 2,0. Neighbours: D and U: 1 + 2 = 3.
