@@ -26,7 +26,56 @@ pub fn server_binary() -> PathBuf {
          or build it with `cargo build -p carcassonne-server`",
         binary.display()
     );
+    assert_not_stale(&binary);
     binary
+}
+
+/// Fails when a source of the server is newer than the binary: testing yesterday's server
+/// passes or fails for the wrong reasons. (`cargo test -p carcassonne-tests` alone does
+/// not rebuild it; `cargo test --workspace` does.)
+fn assert_not_stale(binary: &std::path::Path) {
+    let built = std::fs::metadata(binary)
+        .and_then(|m| m.modified())
+        .expect("the binary's time");
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for dir in [
+        "core/src",
+        "core/data",
+        "store/src",
+        "server/src",
+        "migrations",
+    ] {
+        if let Some(newer) = newest_file(&workspace.join(dir)).filter(|(time, _)| *time > built) {
+            panic!(
+                "{} is older than {}: rebuild it with `cargo build -p carcassonne-server` \
+                 (with --release for release tests), or run `cargo test --workspace`",
+                binary.display(),
+                newer.1.display()
+            );
+        }
+    }
+}
+
+fn newest_file(dir: &std::path::Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let candidate = if path.is_dir() {
+            newest_file(&path)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|time| (time, path))
+        };
+        if let Some(candidate) = candidate
+            && newest.as_ref().is_none_or(|(time, _)| candidate.0 > *time)
+        {
+            newest = Some(candidate);
+        }
+    }
+    newest
 }
 
 pub struct TestServer {

@@ -42,6 +42,15 @@ async fn lobby_errors_have_statuses_and_codes() {
     );
     let (status, body) = api.post("/api/lobbies", json!({ "name": "x", "seats": 2, "rules": { "expansions": ["dragons"] }, "display_name": "a" })).await;
     assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, body) = api.post("/api/lobbies", json!({ "name": "x", "seats": 2, "rules": { "farmer_city_points": 1000000 }, "display_name": "a" })).await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
+    let (status, body) = api
+        .post(
+            "/api/lobbies",
+            json!({ "name": "\u{7}", "seats": 2, "display_name": "a" }),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (400, "bad_request"));
     let (status, body) = api.get("/api/nowhere").await;
     assert_eq!((status, code(&body)), (404, "not_found"));
 

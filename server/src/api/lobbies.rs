@@ -6,7 +6,7 @@
 //! `cancel` take it as `Authorization: Bearer TOKEN`.
 
 use crate::api::extract::{AppJson, AppPath, AppQuery};
-use crate::api::players::{Identity, resolve_identity};
+use crate::api::players::{Identity, printable_text, resolve_identity};
 use crate::auth::{Token, bearer_token, invite_code};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
@@ -26,6 +26,8 @@ use uuid::Uuid;
 
 const MAX_LOBBY_NAME_CHARS: usize = 64;
 const MAX_PAGE_SIZE: u32 = 100;
+/// House rules use 3 or 4; anything near this is a typo, not a variant.
+const MAX_FARMER_CITY_POINTS: u32 = 100;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateLobby {
@@ -123,20 +125,19 @@ pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
 }
 
 fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
-    let name = body.name.trim();
-    let length = name.chars().count();
-    if length == 0 || length > MAX_LOBBY_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(AppError::BadRequest(format!(
-            "a lobby name is 1 to {MAX_LOBBY_NAME_CHARS} printable characters"
-        )));
-    }
+    let name = printable_text(&body.name, MAX_LOBBY_NAME_CHARS, "a lobby name")?;
     let max = body.rules.max_players();
     if !(2..=max).contains(&body.seats) {
         return Err(AppError::BadRequest(format!(
             "a lobby with these rules has 2 to {max} seats"
         )));
     }
-    Ok(name.to_owned())
+    if body.rules.farmer_city_points > MAX_FARMER_CITY_POINTS {
+        return Err(AppError::BadRequest(format!(
+            "farmer_city_points is at most {MAX_FARMER_CITY_POINTS}"
+        )));
+    }
+    Ok(name)
 }
 
 #[utoipa::path(post, path = "/api/lobbies", tag = "lobbies",

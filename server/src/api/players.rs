@@ -53,14 +53,19 @@ pub struct Identity {
 
 /// A checked display name: trimmed, 1 to 32 characters, no control characters.
 pub fn display_name(raw: &str) -> Result<String, AppError> {
-    let name = raw.trim();
-    let length = name.chars().count();
-    if length == 0 || length > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+    printable_text(raw, MAX_NAME_CHARS, "a display name")
+}
+
+/// `raw` trimmed, if it is 1 to `max_chars` characters with no control characters.
+pub fn printable_text(raw: &str, max_chars: usize, what: &str) -> Result<String, AppError> {
+    let text = raw.trim();
+    let length = text.chars().count();
+    if length == 0 || length > max_chars || text.chars().any(char::is_control) {
         return Err(AppError::BadRequest(format!(
-            "a display name is 1 to {MAX_NAME_CHARS} printable characters"
+            "{what} is 1 to {max_chars} printable characters"
         )));
     }
-    Ok(name.to_owned())
+    Ok(text.to_owned())
 }
 
 /// The name and identity a seat will carry, with the player's secret checked.
