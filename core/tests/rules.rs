@@ -880,26 +880,44 @@ fn without_the_abbot_expansion_gardens_take_no_figure() {
     assert!(spots_for(&game, FigureKind::Abbot).is_empty());
 }
 
+/// Ug at 0,1 (road west-east, fields north and south); U tiles at 1,0, -1,0, -1,1 and
+/// 1,1 continue the two rows of road; B tiles at -1,2, 0,2 and 1,2 fill the row below.
+const GARDEN_SURROUNDED: [&str; 8] = ["Ug", "U", "U", "U", "U", "B", "B", "B"];
+
+/// Plays [`GARDEN_SURROUNDED`], taking `first_action` after the garden tile; returns the
+/// events of the last turn, in which the eighth neighbour surrounds the garden.
+fn surround_the_garden(game: &mut Game, first_action: Move) -> Vec<Event> {
+    let cells = [
+        (0, 1),
+        (1, 0),
+        (-1, 0),
+        (-1, 1),
+        (1, 1),
+        (-1, 2),
+        (0, 2),
+        (1, 2),
+    ];
+    let turns: Vec<_> = cells
+        .iter()
+        .enumerate()
+        .map(|(index, &(x, y))| {
+            (
+                (x, y, 0),
+                if index == 0 { first_action } else { Move::Pass },
+            )
+        })
+        .collect();
+    play_turns(game, &turns)
+}
+
 #[test]
 fn a_surrounded_garden_scores_nine_at_once_and_the_abbot_returns() {
     // Rule: a garden scores like a monastery: 9 when surrounded, at once.
     // Ug at 0,1 (road west-east, fields north and south) with the abbot; U tiles at 1,0,
     // -1,0, -1,1 and 1,1 continue the two rows of road; B tiles at -1,2, 0,2 and 1,2
     // fill the row below. The eighth neighbour scores it.
-    let mut game = game_with(abbot_rules(), 2, &["Ug", "U", "U", "U", "U", "B", "B", "B"]);
-    let events = play_turns(
-        &mut game,
-        &[
-            ((0, 1, 0), put(FigureKind::Abbot, "g")),
-            ((1, 0, 0), Move::Pass),
-            ((-1, 0, 0), Move::Pass),
-            ((-1, 1, 0), Move::Pass),
-            ((1, 1, 0), Move::Pass),
-            ((-1, 2, 0), Move::Pass),
-            ((0, 2, 0), Move::Pass),
-            ((1, 2, 0), Move::Pass),
-        ],
-    );
+    let mut game = game_with(abbot_rules(), 2, &GARDEN_SURROUNDED);
+    let events = surround_the_garden(&mut game, put(FigureKind::Abbot, "g"));
     let garden = scored(&events)[0];
     assert_eq!(
         (garden.kind, garden.completed, garden.points),
@@ -913,20 +931,8 @@ fn a_surrounded_garden_scores_nine_at_once_and_the_abbot_returns() {
 fn without_the_abbot_a_surrounded_garden_is_not_a_feature_that_scores() {
     // Rule: the Abbot expansion makes gardens live; without it a garden is a picture, so
     // surrounding one reports nothing, while the B monasteries around it still count.
-    let mut game = base_game(&["Ug", "U", "U", "U", "U", "B", "B", "B"]);
-    let events = play_turns(
-        &mut game,
-        &[
-            ((0, 1, 0), Move::Pass),
-            ((1, 0, 0), Move::Pass),
-            ((-1, 0, 0), Move::Pass),
-            ((-1, 1, 0), Move::Pass),
-            ((1, 1, 0), Move::Pass),
-            ((-1, 2, 0), Move::Pass),
-            ((0, 2, 0), Move::Pass),
-            ((1, 2, 0), Move::Pass),
-        ],
-    );
+    let mut game = base_game(&GARDEN_SURROUNDED);
+    let events = surround_the_garden(&mut game, Move::Pass);
     assert!(
         scored(&events)
             .iter()
