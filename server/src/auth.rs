@@ -54,6 +54,23 @@ fn random_text(bytes: usize) -> String {
     URL_SAFE_NO_PAD.encode(buffer)
 }
 
+/// The header that carries a private lobby's invite code on REST reads.
+pub const INVITE_CODE_HEADER: &str = "x-invite-code";
+
+/// Whether the request may see a private lobby or match: it carries the invite code
+/// (`X-Invite-Code`) or the seat token of one of its seats (`Authorization: Bearer`).
+pub fn may_see_private(
+    invite_code: Option<&str>,
+    seat_token_hashes: &[&str],
+    headers: &HeaderMap,
+) -> bool {
+    let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
+    let code_fits = matches!((invite_code, header(INVITE_CODE_HEADER)), (Some(expected), Some(given)) if expected == given.trim());
+    let holds_seat =
+        bearer_token(headers).is_ok_and(|token| seat_token_hashes.contains(&token.hash().as_str()));
+    code_fits || holds_seat
+}
+
 /// The token of an `Authorization: Bearer TOKEN` header.
 pub fn bearer_token(headers: &HeaderMap) -> Result<Token, AppError> {
     let value = headers

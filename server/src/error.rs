@@ -57,6 +57,12 @@ pub enum AppError {
     StorageUnavailable,
     #[error("too many connections; try again later")]
     TooManyConnections,
+    #[error("{0}")]
+    TooManyLobbies(&'static str),
+    #[error("too many requests; slow down")]
+    RateLimited,
+    #[error("this endpoint does not take that method")]
+    MethodNotAllowed,
     #[error("the server is shutting down; reconnect shortly")]
     ShuttingDown,
     #[error("internal error")]
@@ -87,6 +93,9 @@ impl AppError {
             AppError::PrivateGame => "private_game",
             AppError::StorageUnavailable => "storage_unavailable",
             AppError::TooManyConnections => "too_many_connections",
+            AppError::TooManyLobbies(_) => "too_many_lobbies",
+            AppError::RateLimited => "rate_limited",
+            AppError::MethodNotAllowed => "method_not_allowed",
             AppError::ShuttingDown => "shutting_down",
             AppError::Internal => "internal",
         }
@@ -114,6 +123,8 @@ impl AppError {
             AppError::StorageUnavailable
             | AppError::TooManyConnections
             | AppError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::TooManyLobbies(_) | AppError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -1,14 +1,18 @@
 //! The WebSocket protocol's messages (documented message by message in
 //! `docs/protocol.md`). Every message is one JSON text frame with a `type`.
 
+use crate::api::schemas::{EventSchema, PatchOperation};
 use crate::error::{AppError, ErrorBody};
+#[allow(unused_imports)]
+use crate::rooms::view::PublicState;
 use crate::rooms::wire::WireMove;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// What a client may send.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
     /// The first message: a seat token to play, none to watch a public game (or an
@@ -56,7 +60,7 @@ pub fn parse_client_message(text: &str) -> Result<ClientMessage, ErrorBody> {
         .map_err(|e| reject("bad_message", format!("bad {kind} message: {e}")))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Player,
@@ -64,7 +68,7 @@ pub enum Role {
 }
 
 /// What the server sends.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMessage {
     Welcome {
@@ -76,6 +80,7 @@ pub enum ServerMessage {
     /// move, every legal move.
     Snapshot {
         seq: u64,
+        #[schema(value_type = PublicState)]
         state: Value,
         connected: Vec<u8>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -84,10 +89,19 @@ pub enum ServerMessage {
     /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
     Update {
         seq: u64,
+        #[schema(value_type = Vec<EventSchema>)]
         events: Vec<Value>,
+        /// An RFC 6902 JSON Patch from the state at `seq - 1`.
+        #[schema(value_type = Vec<PatchOperation>)]
         patch: Value,
         #[serde(skip_serializing_if = "Option::is_none")]
         legal_moves: Option<Vec<WireMove>>,
+    },
+    /// To a player to move who reconnected having missed nothing: their legal moves at
+    /// `seq` (the state is unchanged, so this carries no patch and no new `seq`).
+    YourTurn {
+        seq: u64,
+        legal_moves: Vec<WireMove>,
     },
     Ack {
         id: String,

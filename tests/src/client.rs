@@ -4,10 +4,34 @@
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+
+/// The protocol's JSON Schema, as the server serves it (`docs/protocol.schema.json`), set to
+/// validate one message the server sends. Every frame a test client receives is checked.
+static SERVER_MESSAGE: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    let mut schema: Value =
+        serde_json::from_str(include_str!("../../docs/protocol.schema.json")).expect("JSON");
+    let object = schema.as_object_mut().expect("a schema object");
+    object.remove("oneOf");
+    object.insert("$ref".into(), json!("#/$defs/ServerMessage"));
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+});
+
+/// Fails the test when `message` is not a `ServerMessage` of the protocol's schema.
+pub fn assert_valid_server_message(message: &Value) {
+    let errors: Vec<String> = SERVER_MESSAGE
+        .iter_errors(message)
+        .map(|error| format!("{} at {}", error, error.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "the server sent a message outside docs/protocol.schema.json: {errors:?}\n{message}"
+    );
+}
 
 /// How long a test waits for any one message before failing.
 pub const PATIENCE: Duration = Duration::from_secs(15);
@@ -205,6 +229,7 @@ impl WsClient {
                 .expect("a readable frame");
             if let Message::Text(text) = frame {
                 let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
+                assert_valid_server_message(&message);
                 if std::env::var_os("E2E_TRACE").is_some() {
                     eprintln!("<- {}", &text[..text.len().min(300)]);
                 }

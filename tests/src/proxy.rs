@@ -1,14 +1,24 @@
 //! A TCP proxy the test controls, to take a database away from the server and give it
-//! back without touching the database itself (other tests share it).
+//! back without touching the database itself (other tests share it), or to lose the reply
+//! to one transaction's COMMIT: the write lands but the server cannot know it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
+
+/// A Postgres simple-query message carrying `COMMIT`: type `Q`, a 4-byte big-endian
+/// length (4 + 7), then the text and its NUL. This is how sqlx ends a transaction.
+const COMMIT_QUERY: &[u8] = b"Q\x00\x00\x00\x0bCOMMIT\x00";
 
 pub struct TcpProxy {
     pub port: u16,
     target: SocketAddr,
     accepting: Option<JoinHandle<()>>,
+    lose_commit_reply: Arc<AtomicBool>,
 }
 
 impl TcpProxy {
@@ -18,11 +28,28 @@ impl TcpProxy {
             .await
             .expect("a local port");
         let port = listener.local_addr().unwrap().port();
+        let lose_commit_reply = Arc::new(AtomicBool::new(false));
         TcpProxy {
             port,
             target,
-            accepting: Some(tokio::spawn(forward(listener, target))),
+            accepting: Some(tokio::spawn(forward(
+                listener,
+                target,
+                lose_commit_reply.clone(),
+            ))),
+            lose_commit_reply,
         }
+    }
+
+    /// The next COMMIT that passes reaches the database, but its connection is then cut
+    /// before the reply comes back, as when a network fails at the worst moment.
+    pub fn lose_next_commit_reply(&self) {
+        self.lose_commit_reply.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the armed COMMIT has passed (and its reply been lost).
+    pub fn commit_reply_lost(&self) -> bool {
+        !self.lose_commit_reply.load(Ordering::SeqCst)
     }
 
     /// Cuts every open connection and refuses new ones, as a lost database would.
@@ -37,7 +64,8 @@ impl TcpProxy {
         let listener = TcpListener::bind(("127.0.0.1", self.port))
             .await
             .expect("the same port again");
-        self.accepting = Some(tokio::spawn(forward(listener, self.target)));
+        let lose = self.lose_commit_reply.clone();
+        self.accepting = Some(tokio::spawn(forward(listener, self.target, lose)));
     }
 }
 
@@ -49,16 +77,44 @@ impl Drop for TcpProxy {
 
 /// Accepts connections and pipes each to `target`. Aborting this task drops the set of
 /// connection tasks, which aborts them and closes their sockets.
-async fn forward(listener: TcpListener, target: SocketAddr) {
+async fn forward(listener: TcpListener, target: SocketAddr, lose_commit_reply: Arc<AtomicBool>) {
     let mut connections = JoinSet::new();
     loop {
-        let Ok((mut inbound, _)) = listener.accept().await else {
+        let Ok((inbound, _)) = listener.accept().await else {
             continue;
         };
+        let lose_commit_reply = lose_commit_reply.clone();
         connections.spawn(async move {
-            if let Ok(mut outbound) = TcpStream::connect(target).await {
-                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+            if let Ok(outbound) = TcpStream::connect(target).await {
+                pipe(inbound, outbound, lose_commit_reply).await;
             }
         });
     }
+}
+
+/// Pipes one connection both ways. When armed, a COMMIT from the client is passed on,
+/// given time to take effect, and then the connection is dropped without its reply.
+async fn pipe(inbound: TcpStream, outbound: TcpStream, lose_commit_reply: Arc<AtomicBool>) {
+    let (mut client_read, mut client_write) = inbound.into_split();
+    let (mut server_read, mut server_write) = outbound.into_split();
+    let replies = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+    });
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let Ok(read) = client_read.read(&mut buffer).await else {
+            break;
+        };
+        if read == 0 || server_write.write_all(&buffer[..read]).await.is_err() {
+            break;
+        }
+        let chunk = &buffer[..read];
+        let is_commit = chunk.windows(COMMIT_QUERY.len()).any(|w| w == COMMIT_QUERY);
+        if is_commit && lose_commit_reply.swap(false, Ordering::SeqCst) {
+            replies.abort();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            return;
+        }
+    }
+    replies.abort();
 }

@@ -80,3 +80,73 @@ async fn a_lost_database_gives_try_again_errors_and_play_resumes_when_it_returns
     let (_, health) = api.get("/healthz").await;
     assert_eq!(health["database"], "ok");
 }
+
+/// The database commits a move but the reply to COMMIT is lost on the way back: the server
+/// must not say "nothing changed". It re-reads the stored seq, acknowledges the move that
+/// is there, answers a retry with the same ack, and the game goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_commit_reply_is_reconciled_into_the_truth() {
+    let database = TestDatabase::postgres();
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let server = TestServer::start(&database.url_through_port(proxy.port)).await;
+    let mut table = Table::start(&server, 2, json!({ "tile_limit": 6 }), 5).await;
+    for _ in 0..3 {
+        table.play_one().await;
+    }
+    let seq = table.seq();
+    let mover = table.mover().unwrap();
+    let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
+
+    proxy.lose_next_commit_reply();
+    let reply = table.players[mover]
+        .command("lost-reply", chosen.clone())
+        .await;
+    assert!(
+        proxy.commit_reply_lost(),
+        "the COMMIT went through the proxy"
+    );
+    assert_eq!(
+        reply["type"], "ack",
+        "the stored move is acknowledged: {reply}"
+    );
+    assert_eq!(reply["seq"], seq + 1);
+    let retry = table.players[mover].command("lost-reply", chosen).await;
+    assert_eq!(
+        (retry["type"].as_str(), &retry["seq"]),
+        (Some("ack"), &reply["seq"])
+    );
+
+    table.catch_up(seq + 1).await;
+    table.play_to_the_end().await;
+    table.assert_mirrors_agree();
+    let api = Api::new(server.http());
+    let (status, record) = api
+        .get(&format!("/api/matches/{}/record", table.game))
+        .await;
+    assert_eq!(status, 200, "{record}");
+}
+
+/// A join whose COMMIT reply is lost still hands out the seat token of the seat it took:
+/// a seat nobody holds the token of would block the lobby.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_whose_commit_reply_is_lost_still_gets_its_seat_token() {
+    let database = TestDatabase::postgres();
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let server = TestServer::start(&database.url_through_port(proxy.port)).await;
+    let api = Api::new(server.http());
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    proxy.lose_next_commit_reply();
+    let joined = api.join(&creator.lobby, "bob").await;
+    assert!(
+        proxy.commit_reply_lost(),
+        "the COMMIT went through the proxy"
+    );
+    let url = server.ws_url(&creator.lobby);
+    let mut bob = carcassonne_tests::client::WsClient::connect(&url).await;
+    let welcome = bob.hello(Some(&joined.token), None).await;
+    assert_eq!(
+        (welcome["type"].as_str(), welcome["seat"].as_u64()),
+        (Some("welcome"), Some(1))
+    );
+    api.start(&creator).await;
+}

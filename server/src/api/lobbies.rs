@@ -7,7 +7,8 @@
 
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, printable_text, resolve_identity};
-use crate::auth::{Token, bearer_token, invite_code};
+use crate::api::schemas::{RulesSchema, StatusName};
+use crate::auth::{Token, bearer_token, invite_code, may_see_private};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
@@ -36,7 +37,7 @@ pub struct CreateLobby {
     pub seats: u8,
     /// Rules options as in `notation.md`; `{}` is the base game.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     /// Public lobbies are listed and open to spectators; private ones need the invite code.
     #[serde(default = "public_by_default")]
@@ -69,10 +70,10 @@ pub struct StartLobby {
 pub struct LobbyView {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = String)]
+    #[schema(value_type = StatusName)]
     pub status: LobbyStatus,
     pub public: bool,
-    #[schema(value_type = Object)]
+    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     pub seat_count: u8,
     pub seats: Vec<SeatView>,
@@ -94,6 +95,7 @@ pub struct SeatGranted {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// 1-based page number.
     pub page: Option<u32>,
@@ -142,7 +144,10 @@ fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
 
 #[utoipa::path(post, path = "/api/lobbies", tag = "lobbies",
     request_body = CreateLobby,
-    responses((status = 201, body = SeatGranted), (status = 400, body = ErrorResponse), (status = 503, body = ErrorResponse)))]
+    responses((status = 201, body = SeatGranted, description = "The lobby, with the creator in seat 0 and their seat token (shown only here)"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed body, unknown or repeated rules options, or a value out of bounds"),
+        (status = 401, body = ErrorResponse, description = "`bad_player_secret`: a player_id with a missing or wrong player_secret"),
+        (status = 429, body = ErrorResponse, description = "`too_many_lobbies`: too many open lobbies, from this client or on the server")))]
 pub async fn create_lobby(
     State(state): State<AppState>,
     AppJson(body): AppJson<CreateLobby>,
@@ -196,7 +201,8 @@ pub async fn create_lobby(
 }
 
 #[utoipa::path(get, path = "/api/lobbies", tag = "lobbies", params(PageQuery),
-    responses((status = 200, body = LobbyPage, description = "Open public lobbies, newest first")))]
+    responses((status = 200, body = LobbyPage, description = "Open public lobbies, newest first"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed query string")))]
 pub async fn list_lobbies(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<PageQuery>,
@@ -221,13 +227,36 @@ pub async fn list_lobbies(
 }
 
 #[utoipa::path(get, path = "/api/lobbies/{id}", tag = "lobbies",
-    params(("id" = Uuid, Path, description = "lobby id")),
-    responses((status = 200, body = LobbyView), (status = 404, body = ErrorResponse)))]
+    params(("id" = Uuid, Path, description = "lobby id"),
+        ("x-invite-code" = Option<String>, Header, description = "a private lobby's invite code")),
+    security((), ("seat_token" = [])),
+    responses((status = 200, body = LobbyView, description = "The lobby or game"),
+        (status = 400, body = ErrorResponse, description = "The id is not a UUID"),
+        (status = 403, body = ErrorResponse, description = "`private_game`: a private lobby, without its invite code or a seat token"),
+        (status = 404, body = ErrorResponse, description = "No lobby with this id")))]
 pub async fn show_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
 ) -> Result<Json<LobbyView>, AppError> {
-    Ok(Json(current_view(&state, id).await?))
+    let (lobby, seats) = stored_lobby(&state, id).await?;
+    require_private_access(&lobby, &seats, &headers)?;
+    Ok(Json(lobby_view(&lobby, &seats)))
+}
+
+/// Refuses a private lobby's details (its seat names, its game) to anyone without its
+/// invite code or one of its seat tokens.
+pub fn require_private_access(
+    lobby: &LobbyRow,
+    seats: &[SeatRow],
+    headers: &HeaderMap,
+) -> Result<(), AppError> {
+    let token_hashes: Vec<&str> = seats.iter().map(|seat| seat.token_hash.as_str()).collect();
+    if lobby.public || may_see_private(lobby.invite_code.as_deref(), &token_hashes, headers) {
+        Ok(())
+    } else {
+        Err(AppError::PrivateGame)
+    }
 }
 
 /// The live room of a lobby, or why there is none.
@@ -248,8 +277,12 @@ async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppError> {
 
 #[utoipa::path(post, path = "/api/lobbies/{id}/join", tag = "lobbies",
     params(("id" = Uuid, Path, description = "lobby id")), request_body = JoinLobby,
-    responses((status = 200, body = SeatGranted), (status = 403, body = ErrorResponse, description = "bad invite code"),
-        (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse, description = "full, already seated, or not open")))]
+    responses((status = 200, body = SeatGranted, description = "The seat taken and its seat token (shown only here)"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 401, body = ErrorResponse, description = "`bad_player_secret`: a player_id with a missing or wrong player_secret"),
+        (status = 403, body = ErrorResponse, description = "`bad_invite_code`: a private lobby without its invite code"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no lobby with this id"),
+        (status = 409, body = ErrorResponse, description = "`lobby_full`, `already_seated` or `lobby_not_open`")))]
 pub async fn join_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
@@ -276,19 +309,30 @@ pub async fn join_lobby(
 }
 
 async fn current_view(state: &AppState, id: Uuid) -> Result<LobbyView, AppError> {
-    let (lobby, seats) = state
+    let (lobby, seats) = stored_lobby(state, id).await?;
+    Ok(lobby_view(&lobby, &seats))
+}
+
+/// A lobby and its seats as stored, or `not_found`.
+pub async fn stored_lobby(
+    state: &AppState,
+    id: Uuid,
+) -> Result<(LobbyRow, Vec<SeatRow>), AppError> {
+    state
         .store
         .lobby(id)
         .await
         .map_err(AppError::from_store)?
-        .ok_or(AppError::NotFound("no lobby with this id"))?;
-    Ok(lobby_view(&lobby, &seats))
+        .ok_or(AppError::NotFound("no lobby with this id"))
 }
 
 #[utoipa::path(post, path = "/api/lobbies/{id}/leave", tag = "lobbies",
     params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
     responses((status = 204, description = "Seat freed (the creator leaving cancels the lobby)"),
-        (status = 401, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 401, body = ErrorResponse, description = "`missing_token` or `bad_token`: no seat token, or not one of this lobby"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no lobby with this id"),
+        (status = 409, body = ErrorResponse, description = "`lobby_not_open`: the game has started or ended")))]
 pub async fn leave_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
@@ -304,8 +348,12 @@ pub async fn leave_lobby(
 #[utoipa::path(post, path = "/api/lobbies/{id}/start", tag = "lobbies",
     params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
     request_body(content = Option<StartLobby>, description = "optional"),
-    responses((status = 200, body = LobbyView), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse, description = "not the creator"), (status = 409, body = ErrorResponse)))]
+    responses((status = 200, body = LobbyView, description = "The started game"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 401, body = ErrorResponse, description = "`missing_token` or `bad_token`: no seat token, or not one of this lobby"),
+        (status = 403, body = ErrorResponse, description = "`not_creator`: only the creator may start"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no lobby with this id"),
+        (status = 409, body = ErrorResponse, description = "`not_enough_players` or `lobby_not_open`")))]
 pub async fn start_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
@@ -335,8 +383,12 @@ fn start_options(body: &[u8]) -> Result<StartLobby, AppError> {
 
 #[utoipa::path(post, path = "/api/lobbies/{id}/cancel", tag = "lobbies",
     params(("id" = Uuid, Path, description = "lobby id")), security(("seat_token" = [])),
-    responses((status = 200, body = LobbyView), (status = 401, body = ErrorResponse),
-        (status = 403, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+    responses((status = 200, body = LobbyView, description = "The cancelled lobby"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 401, body = ErrorResponse, description = "`missing_token` or `bad_token`: no seat token, or not one of this lobby"),
+        (status = 403, body = ErrorResponse, description = "`not_creator`: only the creator may cancel"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no lobby with this id"),
+        (status = 409, body = ErrorResponse, description = "`lobby_not_open`: the game has started or ended")))]
 pub async fn cancel_lobby(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,

@@ -1,11 +1,14 @@
 //! Match history: finished games, newest first, with filters and cursor paging.
 
 use crate::api::extract::{AppPath, AppQuery};
+use crate::api::lobbies::require_private_access;
+use crate::api::schemas::{FeatureScoreSchema, GameRecordSchema, RulesSchema};
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use carcassonne_core::{Expansion, Rules};
@@ -18,6 +21,7 @@ use uuid::Uuid;
 const MAX_LIMIT: u32 = 100;
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct MatchQuery {
     /// Only matches this player identity played.
     pub player: Option<Uuid>,
@@ -39,7 +43,7 @@ pub struct MatchQuery {
 pub struct MatchView {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = Object)]
+    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     pub player_count: u8,
     pub started_at: String,
@@ -69,7 +73,7 @@ pub struct MatchDetailView {
     #[serde(flatten)]
     pub summary: MatchView,
     /// Every feature scored, during the game and at the end, as the engine reported it.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<FeatureScoreSchema>)]
     pub breakdown: Value,
 }
 
@@ -160,7 +164,8 @@ async fn page_of(
 }
 
 #[utoipa::path(get, path = "/api/matches", tag = "matches", params(MatchQuery),
-    responses((status = 200, body = MatchPageView), (status = 400, body = ErrorResponse)))]
+    responses((status = 200, body = MatchPageView, description = "Finished public matches, newest first"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed filter or cursor")))]
 pub async fn list_matches(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<MatchQuery>,
@@ -171,7 +176,8 @@ pub async fn list_matches(
 
 #[utoipa::path(get, path = "/api/players/{id}/matches", tag = "players",
     params(("id" = Uuid, Path, description = "player id"), MatchQuery),
-    responses((status = 200, body = MatchPageView), (status = 400, body = ErrorResponse)))]
+    responses((status = 200, body = MatchPageView, description = "The player's finished public matches, newest first"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed id, filter or cursor")))]
 pub async fn player_matches(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
@@ -183,12 +189,19 @@ pub async fn player_matches(
 }
 
 #[utoipa::path(get, path = "/api/matches/{id}", tag = "matches",
-    params(("id" = Uuid, Path, description = "match id (the game's id)")),
-    responses((status = 200, body = MatchDetailView), (status = 404, body = ErrorResponse)))]
+    params(("id" = Uuid, Path, description = "match id (the game's id)"),
+        ("x-invite-code" = Option<String>, Header, description = "a private game's invite code")),
+    security((), ("seat_token" = [])),
+    responses((status = 200, body = MatchDetailView, description = "The match with every scored feature"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 403, body = ErrorResponse, description = "`private_game`: a private game, without its invite code or a seat token"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no finished match with this id")))]
 pub async fn show_match(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
 ) -> Result<Json<MatchDetailView>, AppError> {
+    require_match_access(&state, id, &headers).await?;
     let detail = state
         .store
         .match_detail(id)
@@ -202,13 +215,19 @@ pub async fn show_match(
 }
 
 #[utoipa::path(get, path = "/api/matches/{id}/record", tag = "matches",
-    params(("id" = Uuid, Path, description = "match id")),
-    responses((status = 200, description = "The game record of notation.md; `carcassonne-server replay` verifies it", body = Object),
-        (status = 404, body = ErrorResponse)))]
+    params(("id" = Uuid, Path, description = "match id"),
+        ("x-invite-code" = Option<String>, Header, description = "a private game's invite code")),
+    security((), ("seat_token" = [])),
+    responses((status = 200, body = GameRecordSchema, description = "The game record of notation.md; `carcassonne-server replay` verifies it"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 403, body = ErrorResponse, description = "`private_game`: a private game, without its invite code or a seat token"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no finished match with this id")))]
 pub async fn match_record(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
+    headers: HeaderMap,
 ) -> Result<Json<Value>, AppError> {
+    require_match_access(&state, id, &headers).await?;
     let record = state
         .store
         .match_record(id)
@@ -216,6 +235,19 @@ pub async fn match_record(
         .map_err(AppError::from_store)?
         .ok_or(AppError::NotFound("no finished match with this id"))?;
     Ok(Json(record))
+}
+
+/// A private game's match is shown only to the holders of its invite code or seat tokens.
+async fn require_match_access(
+    state: &AppState,
+    id: Uuid,
+    headers: &HeaderMap,
+) -> Result<(), AppError> {
+    match state.store.lobby(id).await.map_err(AppError::from_store)? {
+        Some((lobby, seats)) => require_private_access(&lobby, &seats, headers),
+        // Imported history has no lobby, and a missing match is reported by the caller.
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

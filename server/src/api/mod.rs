@@ -4,6 +4,8 @@ pub mod extract;
 pub mod lobbies;
 pub mod matches;
 pub mod players;
+pub mod protocol_schema;
+pub mod schemas;
 pub mod system;
 pub mod tiles;
 
@@ -12,7 +14,9 @@ use crate::state::AppState;
 use axum::Json;
 use axum::Router;
 use axum::routing::{get, post};
+use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
@@ -26,9 +30,69 @@ use utoipa::{Modify, OpenApi};
         tiles::list_tiles, system::healthz, system::metrics,
     ),
     components(schemas(ErrorBody, ErrorResponse)),
-    modifiers(&SeatTokenAuth),
+    modifiers(&SeatTokenAuth, &CommonResponses),
 )]
 pub struct ApiDoc;
+
+/// Adds the answers any `/api` operation can give: 429 when a client sends too many
+/// requests, 500 for a bug (logged, never detailed), 503 while the database is unreachable
+/// or the server drains. Each operation documents its own 2xx and 4xx answers.
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let common = [
+            (
+                "429",
+                "`rate_limited`: too many requests from this client; see Retry-After",
+            ),
+            ("500", "`internal`: a server fault, logged with its cause"),
+            (
+                "503",
+                "`storage_unavailable` or `shutting_down`: nothing changed, try again",
+            ),
+        ];
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            if !path.starts_with("/api/") {
+                continue;
+            }
+            for operation in operations_of(item) {
+                for (status, description) in common {
+                    let response = error_response(description);
+                    operation
+                        .responses
+                        .responses
+                        .entry(status.to_owned())
+                        .or_insert(response);
+                }
+            }
+        }
+    }
+}
+
+fn operations_of(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.post.as_mut(),
+        item.put.as_mut(),
+        item.delete.as_mut(),
+        item.patch.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn error_response(description: &str) -> RefOr<Response> {
+    let content = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("ErrorResponse")))
+        .build();
+    RefOr::T(
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/json", content)
+            .build(),
+    )
+}
 
 /// Declares the `Authorization: Bearer SEAT_TOKEN` scheme used by leave, start, cancel.
 struct SeatTokenAuth;
@@ -64,4 +128,92 @@ pub fn router() -> Router<AppState> {
         .route("/matches/{id}/record", get(matches::match_record))
         .route("/tiles", get(tiles::list_tiles))
         .route("/openapi.json", get(openapi_json))
+        .route(
+            "/protocol.schema.json",
+            get(protocol_schema::protocol_schema_json),
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn document() -> Value {
+        serde_json::to_value(ApiDoc::openapi()).expect("the document serializes")
+    }
+
+    fn operations(document: &Value) -> Vec<(String, String, Value)> {
+        let paths = document["paths"].as_object().expect("paths");
+        paths
+            .iter()
+            .flat_map(|(path, item)| {
+                let item = item.as_object().expect("a path item");
+                item.iter().map(move |(method, operation)| {
+                    (path.clone(), method.clone(), operation.clone())
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_response_has_a_description() {
+        for (path, method, operation) in operations(&document()) {
+            for (status, response) in operation["responses"].as_object().expect("responses") {
+                let description = response["description"].as_str().unwrap_or_default();
+                assert!(
+                    !description.is_empty(),
+                    "{method} {path} {status} has no description"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn path_parameters_are_exactly_the_template_variables() {
+        for (path, method, operation) in operations(&document()) {
+            let parameters = operation["parameters"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for parameter in &parameters {
+                let name = parameter["name"].as_str().expect("a name");
+                let in_template = path.contains(&format!("{{{name}}}"));
+                assert_eq!(
+                    parameter["in"] == "path",
+                    in_template,
+                    "{method} {path}: parameter {name} is declared in {}",
+                    parameter["in"]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_api_operation_documents_its_errors() {
+        for (path, method, operation) in operations(&document()) {
+            let responses = operation["responses"].as_object().expect("responses");
+            let mut expected = vec!["429", "500", "503"];
+            if path.contains('{') || method == "post" {
+                expected.push("400");
+            }
+            for status in expected.iter().filter(|_| path.starts_with("/api/")) {
+                assert!(
+                    responses.contains_key(*status),
+                    "{method} {path} lacks {status}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_schema_is_left_untyped() {
+        let text = serde_json::to_string(&document()).unwrap();
+        if let Some(at) = text.find(r#"{"type":"object"}"#) {
+            panic!(
+                "an untyped object: ...{}",
+                &text[at.saturating_sub(200)..at + 20]
+            );
+        }
+    }
 }

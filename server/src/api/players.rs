@@ -13,6 +13,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use carcassonne_store::{PlayerRow, PlayerStats, Store};
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -56,16 +58,37 @@ pub fn display_name(raw: &str) -> Result<String, AppError> {
     printable_text(raw, MAX_NAME_CHARS, "a display name")
 }
 
-/// `raw` trimmed, if it is 1 to `max_chars` characters with no control characters.
+/// `raw` trimmed and in Unicode normal form C, if it is 1 to `max_chars` characters of
+/// visible text. Control characters, invisible formatting (zero-width spaces and joiners,
+/// bidirectional overrides), private-use characters and line separators are refused:
+/// they let one name pass for another ("ann" and "ann" + U+200B) or reorder the text
+/// around it.
 pub fn printable_text(raw: &str, max_chars: usize, what: &str) -> Result<String, AppError> {
-    let text = raw.trim();
+    let text: String = raw.trim().nfc().collect();
     let length = text.chars().count();
-    if length == 0 || length > max_chars || text.chars().any(char::is_control) {
+    if length == 0 || length > max_chars || !text.chars().all(is_visible_text) {
         return Err(AppError::BadRequest(format!(
-            "{what} is 1 to {max_chars} printable characters"
+            "{what} is 1 to {max_chars} printable characters, without invisible or \
+             formatting characters"
         )));
     }
-    Ok(text.to_owned())
+    Ok(text)
+}
+
+/// Whether `c` may appear in a name: anything but the invisible or reordering classes,
+/// and no whitespace but the plain space.
+fn is_visible_text(c: char) -> bool {
+    use GeneralCategory::*;
+    let hidden = matches!(
+        c.general_category(),
+        Control | Format | PrivateUse | Surrogate | Unassigned | LineSeparator | ParagraphSeparator
+    );
+    !hidden && (c == ' ' || !c.is_whitespace())
+}
+
+/// The form two names are compared in: "Ann" and "ANN", or "ﬁ" and "fi", are one name.
+pub fn name_key(name: &str) -> String {
+    name.nfkc().flat_map(char::to_lowercase).collect()
 }
 
 /// The name and identity a seat will carry, with the player's secret checked.
@@ -97,7 +120,8 @@ pub async fn resolve_identity(
 
 #[utoipa::path(post, path = "/api/players", tag = "players",
     request_body = CreatePlayer,
-    responses((status = 201, body = PlayerCreated), (status = 400, body = ErrorResponse)))]
+    responses((status = 201, body = PlayerCreated, description = "The new identity and its secret (shown only here)"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed body or display name")))]
 pub async fn create_player(
     State(state): State<AppState>,
     AppJson(body): AppJson<CreatePlayer>,
@@ -125,7 +149,9 @@ pub async fn create_player(
 
 #[utoipa::path(get, path = "/api/players/{id}", tag = "players",
     params(("id" = Uuid, Path, description = "player id")),
-    responses((status = 200, body = PlayerView), (status = 404, body = ErrorResponse)))]
+    responses((status = 200, body = PlayerView, description = "The player and their record"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no player with this id")))]
 pub async fn show_player(
     State(state): State<AppState>,
     AppPath(id): AppPath<Uuid>,
@@ -165,5 +191,34 @@ mod tests {
         assert!(display_name(&"x".repeat(33)).is_err());
         assert!(display_name("bell\u{7}").is_err());
         assert_eq!(display_name(&"é".repeat(32)).unwrap().chars().count(), 32);
+    }
+
+    #[test]
+    fn invisible_and_reordering_characters_are_refused() {
+        for name in [
+            "ann\u{200B}",
+            "a\u{200D}nn",
+            "\u{202E}nna",
+            "ann\u{2066}",
+            "\u{FEFF}ann",
+            "an\u{00AD}n",
+            "ann\u{E000}",
+            "an\u{2028}n",
+            "an\tn",
+            "an\u{3000}n",
+        ] {
+            assert!(display_name(name).is_err(), "{name:?} was accepted");
+        }
+        assert_eq!(display_name("Zoë Ødegård 李").unwrap(), "Zoë Ødegård 李");
+        assert_eq!(display_name("👩\u{200D}🚀").ok(), None);
+    }
+
+    #[test]
+    fn names_are_stored_composed_and_compared_without_case_or_compatibility_forms() {
+        // "e" followed by a combining acute accent is stored as the one character "é".
+        assert_eq!(display_name("Zoe\u{301}").unwrap(), "Zo\u{e9}");
+        assert_eq!(name_key("ANN"), name_key("ann"));
+        assert_eq!(name_key("\u{FB01}x"), name_key("fix"));
+        assert_ne!(name_key("ann"), name_key("anne"));
     }
 }

@@ -1,14 +1,20 @@
 //! The room actor: the single owner of one lobby's or game's state.
 //!
 //! Requests are handled one at a time, so there are no races between players: the engine
-//! validates a move against the state it will be applied to, the move is committed to
-//! the database, and only then is it applied, acknowledged and broadcast. A database
-//! failure leaves the room exactly as it was and the client is told to try again.
+//! validates a move against the state it will be applied to, the resulting [`Change`] is
+//! committed to the database, and only then is it applied, acknowledged and broadcast. A
+//! database failure leaves the room exactly as it was and the client is told to try again.
+//!
+//! A write whose outcome is unknown (the connection broke around the COMMIT, or the
+//! database stopped answering) is *reconciled*: the room re-reads the stored `seq`, which
+//! says whether the change landed, and answers the truth. If even that read fails, the
+//! change is kept as unconfirmed and settled before the room writes anything else.
 //!
 //! Every change gets the next `seq` and goes out as one update carrying the events and
 //! an RFC 6902 patch from the previous public state. The last updates are kept so that a
 //! client coming back with the last `seq` it saw can be sent just what it missed.
 
+use crate::api::players::name_key;
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
 use crate::error::AppError;
@@ -21,7 +27,7 @@ use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, GameRecord, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, Phase, Setup, Stack};
 use carcassonne_store::{
-    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MoveRow, SeatRow, Store,
+    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MoveRow, SeatRow, Store, StoreError,
 };
 use rand::seq::SliceRandom;
 use serde_json::{Value, json};
@@ -39,6 +45,33 @@ const MAX_CATCH_UP: u64 = 64;
 pub const BROADCAST_CAPACITY: usize = 1024;
 /// How long a finished or cancelled room stays in memory once nobody watches it.
 const ENDED_ROOM_LINGER: Duration = Duration::from_secs(60);
+
+/// One committed change to a lobby or game: what is written, then applied and announced.
+#[derive(Debug)]
+enum Change {
+    SeatTaken(SeatRow),
+    SeatFreed(u8),
+    Started {
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        game: Box<Game>,
+        previous_seats: Vec<u8>,
+        randomized: bool,
+    },
+    Cancelled,
+    Moved {
+        game: Box<Game>,
+        row: MoveRow,
+        events: Vec<Event>,
+    },
+}
+
+/// Whether a write whose reply was lost reached the database.
+enum Landed {
+    Yes,
+    No,
+    Unknown,
+}
 
 pub struct Room {
     store: Store,
@@ -58,6 +91,8 @@ pub struct Room {
     /// Open connections per player token hash.
     connections: HashMap<String, u32>,
     ended_at: Option<Instant>,
+    /// A change written with an unknown outcome, to settle before the next write.
+    unconfirmed: Option<Change>,
 }
 
 impl Room {
@@ -79,6 +114,7 @@ impl Room {
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
             connections: HashMap::new(),
             ended_at: None,
+            unconfirmed: None,
         }
     }
 
@@ -131,6 +167,7 @@ impl Room {
                 }
             }
         }
+        tracing::info!(status = ?self.lobby.status, seq = self.seq(), "room unloaded");
     }
 
     fn ended_and_unwatched(&self) -> bool {
@@ -186,14 +223,29 @@ impl Room {
                 mv,
                 reply,
             } => {
-                let started = Instant::now();
-                let outcome = self.command(&token_hash, id, expected_seq, mv).await;
-                self.metrics
-                    .move_latency
-                    .observe(started.elapsed().as_secs_f64());
-                let _ = reply.send(outcome);
+                let _ = reply.send(self.timed_command(&token_hash, id, expected_seq, mv).await);
             }
         }
+    }
+
+    /// A command, with the latency of accepted moves recorded. Rejections are counted
+    /// apart (by the connection, by code): they are cheap and would flatter the figure.
+    async fn timed_command(
+        &mut self,
+        token_hash: &str,
+        id: String,
+        expected_seq: u64,
+        mv: Move,
+    ) -> Result<u64, AppError> {
+        let started = Instant::now();
+        let before = self.seq();
+        let outcome = self.command(token_hash, id, expected_seq, mv).await;
+        if matches!(outcome, Ok(seq) if seq > before) {
+            self.metrics
+                .move_latency
+                .observe(started.elapsed().as_secs_f64());
+        }
+        outcome
     }
 
     fn seq(&self) -> u64 {
@@ -227,8 +279,9 @@ impl Room {
         player_id: Option<uuid::Uuid>,
         invite_code: Option<String>,
     ) -> Result<JoinedSeat, AppError> {
+        self.settle_unconfirmed().await?;
         self.require_open()?;
-        if self.lobby.invite_code.is_some() && invite_code != self.lobby.invite_code {
+        if !self.invite_code_fits(invite_code.as_deref()) {
             return Err(AppError::BadInviteCode);
         }
         if self.seats.len() >= self.lobby.seat_count as usize {
@@ -242,7 +295,7 @@ impl Room {
         if self
             .seats
             .iter()
-            .any(|seat| seat.display_name.eq_ignore_ascii_case(&name))
+            .any(|seat| name_key(&seat.display_name) == name_key(&name))
         {
             return Err(AppError::AlreadySeated("that name is taken in this lobby"));
         }
@@ -252,92 +305,75 @@ impl Room {
         let token = Token::generate();
         let row = SeatRow {
             seat,
-            display_name: name.clone(),
+            display_name: name,
             player_id,
             token_hash: token.hash(),
             creator: false,
             joined_at: now_millis(),
         };
-        self.store
-            .add_seat(self.lobby.id, &row, self.seq() + 1)
-            .await
-            .map_err(AppError::from_store)?;
-        self.seats.push(row);
-        self.seats.sort_by_key(|seat| seat.seat);
-        self.publish(
-            vec![json!({ "type": "seat_taken", "seat": seat, "name": name })],
-            None,
-        );
+        self.commit(Change::SeatTaken(row)).await?;
         Ok(JoinedSeat { seat, token })
     }
 
+    /// Whether `code` opens this lobby: any code for a public one, the right one else.
+    fn invite_code_fits(&self, code: Option<&str>) -> bool {
+        match &self.lobby.invite_code {
+            None => true,
+            Some(expected) => code == Some(expected.as_str()),
+        }
+    }
+
     async fn leave(&mut self, token_hash: &str) -> Result<(), AppError> {
+        self.settle_unconfirmed().await?;
         self.require_open()?;
         let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?.clone();
         if seat.creator {
             // A lobby without its creator could never start: leaving cancels it.
             return self.cancel(token_hash).await;
         }
-        self.store
-            .remove_seat(self.lobby.id, seat.seat, self.seq() + 1)
-            .await
-            .map_err(AppError::from_store)?;
-        self.seats.retain(|row| row.seat != seat.seat);
-        self.publish(
-            vec![json!({ "type": "seat_freed", "seat": seat.seat })],
-            None,
-        );
-        Ok(())
+        self.commit(Change::SeatFreed(seat.seat)).await
     }
 
     async fn cancel(&mut self, token_hash: &str) -> Result<(), AppError> {
+        self.settle_unconfirmed().await?;
         self.require_open()?;
         self.require_creator(token_hash)?;
-        self.store
-            .cancel_lobby(self.lobby.id, self.seq() + 1)
-            .await
-            .map_err(AppError::from_store)?;
-        self.lobby.status = LobbyStatus::Cancelled;
-        self.ended_at = Some(Instant::now());
-        self.publish(vec![json!({ "type": "lobby_cancelled" })], None);
-        Ok(())
+        self.commit(Change::Cancelled).await
     }
 
     async fn start(&mut self, token_hash: &str, randomize_seats: bool) -> Result<(), AppError> {
+        self.settle_unconfirmed().await?;
         self.require_open()?;
         self.require_creator(token_hash)?;
         if self.seats.len() < 2 {
             return Err(AppError::NotEnoughPlayers);
         }
-        let mut order: Vec<SeatRow> = self.seats.clone();
+        let mut seats: Vec<SeatRow> = self.seats.clone();
         if randomize_seats {
-            order.shuffle(&mut rand::rng());
+            seats.shuffle(&mut rand::rng());
         }
-        let previous_seats: Vec<u8> = order.iter().map(|seat| seat.seat).collect();
-        for (number, seat) in order.iter_mut().enumerate() {
+        let previous_seats: Vec<u8> = seats.iter().map(|seat| seat.seat).collect();
+        for (number, seat) in seats.iter_mut().enumerate() {
             seat.seat = number as u8;
         }
-        let seed: u64 = rand::random();
-        let started_at = now_millis();
-        let mut started = self.lobby.clone();
-        (started.status, started.seed, started.started_at) =
-            (LobbyStatus::Playing, Some(seed), Some(started_at));
-        let game = Room::game_for(&started, order.len()).map_err(|error| {
-            tracing::error!(%error, lobby = %self.lobby.id, "cannot set up a game");
+        let mut lobby = self.lobby.clone();
+        (lobby.status, lobby.seed, lobby.started_at) = (
+            LobbyStatus::Playing,
+            Some(rand::random()),
+            Some(now_millis()),
+        );
+        let game = Room::game_for(&lobby, seats.len()).map_err(|error| {
+            tracing::error!(%error, "cannot set up a game");
             AppError::Internal
         })?;
-        self.store
-            .start_game(self.lobby.id, &order, seed, started_at, self.seq() + 1)
-            .await
-            .map_err(AppError::from_store)?;
-        let reseated = order
-            .iter()
-            .map(|seat| (seat.token_hash.clone(), seat.seat))
-            .collect();
-        (self.lobby, self.seats, self.game) = (started, order, Some(game));
-        let event = json!({ "type": "game_started", "previous_seats": previous_seats });
-        self.publish(vec![event], Some(Arc::new(reseated)));
-        Ok(())
+        self.commit(Change::Started {
+            lobby,
+            seats,
+            game: Box::new(game),
+            previous_seats,
+            randomized: randomize_seats,
+        })
+        .await
     }
 
     fn new_game(&self) -> Result<Game, String> {
@@ -362,20 +398,22 @@ impl Room {
     ) -> Result<Connected, AppError> {
         let seat = match &token_hash {
             Some(hash) => Some(self.seat_of(hash).ok_or(AppError::BadToken)?.seat),
-            None if self.lobby.invite_code.is_some() && invite_code != self.lobby.invite_code => {
+            None if !self.invite_code_fits(invite_code.as_deref()) => {
                 return Err(AppError::PrivateGame);
             }
             None => None,
         };
         let updates = self.updates.subscribe();
-        let catch_up = self.catch_up(token_hash.as_deref(), last_seq);
-        if let (Some(hash), Some(seat)) = (token_hash, seat) {
-            let count = self.connections.entry(hash).or_default();
+        // Count the connection first, so that its own seat is among the connected ones in
+        // the snapshot it is about to get.
+        if let (Some(hash), Some(seat)) = (&token_hash, seat) {
+            let count = self.connections.entry(hash.clone()).or_default();
             *count += 1;
             if *count == 1 {
                 self.announce_presence(seat, true);
             }
         }
+        let catch_up = self.catch_up(token_hash.as_deref(), last_seq);
         Ok(Connected {
             seat,
             catch_up,
@@ -417,10 +455,12 @@ impl Room {
     }
 
     /// The updates after `last_seq` when they are still at hand and few, else a snapshot.
+    /// A player to move who missed nothing is reminded of their legal moves, so that a
+    /// reconnecting client never waits for a turn that is already its own.
     fn catch_up(&self, token_hash: Option<&str>, last_seq: Option<u64>) -> Vec<Arc<Outgoing>> {
         let seq = self.seq();
         match last_seq {
-            Some(last) if last == seq => Vec::new(),
+            Some(last) if last == seq => self.turn_reminder(token_hash).into_iter().collect(),
             Some(last)
                 if last < seq && seq - last <= MAX_CATCH_UP && self.has_updates_after(last) =>
             {
@@ -432,6 +472,20 @@ impl Room {
             }
             _ => vec![self.snapshot(token_hash)],
         }
+    }
+
+    /// `your_turn` with the legal moves, for the player to move; `None` for anyone else.
+    fn turn_reminder(&self, token_hash: Option<&str>) -> Option<Arc<Outgoing>> {
+        let game = self.game.as_ref()?;
+        if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
+            return None;
+        }
+        let message = ServerMessage::YourTurn {
+            seq: self.seq(),
+            legal_moves: legal_moves(game),
+        };
+        // Not an update (it changes nothing): sent as is, never filtered as already seen.
+        Some(Arc::new(Outgoing::plain(None, message.to_json())))
     }
 
     fn has_updates_after(&self, last: u64) -> bool {
@@ -470,6 +524,8 @@ impl Room {
         expected_seq: u64,
         mv: Move,
     ) -> Result<u64, AppError> {
+        // Settle first: an unconfirmed move may be this very command, sent again.
+        self.settle_unconfirmed().await?;
         let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?.seat;
         if let Some(&seq) = self.accepted.get(&(seat, id.clone())) {
             return Ok(seq);
@@ -494,24 +550,12 @@ impl Room {
             mv,
             created_at: now_millis(),
         };
-        self.commit(&next, &row, &events).await?;
-        self.remember(&row, &events);
-        self.log.push(row);
-        self.game = Some(next);
-        if self
-            .game
-            .as_ref()
-            .is_some_and(|game| game.phase() == Phase::Over)
-        {
-            self.lobby.status = LobbyStatus::Finished;
-            self.ended_at = Some(Instant::now());
-        }
-        self.metrics.moves.inc();
-        let events = events
-            .iter()
-            .map(|event| serde_json::to_value(event).expect("events serialize"))
-            .collect();
-        self.publish(events, None);
+        let change = Change::Moved {
+            game: Box::new(next),
+            row,
+            events,
+        };
+        self.commit(change).await?;
         Ok(self.seq())
     }
 
@@ -524,15 +568,178 @@ impl Room {
         }
     }
 
-    /// Writes the move, and with the last move the whole match, before anyone hears of it.
-    async fn commit(&self, next: &Game, row: &MoveRow, events: &[Event]) -> Result<(), AppError> {
-        let written = if next.phase() == Phase::Over {
-            let result = self.finished_match(next, row, events);
-            self.store.finish_game(self.lobby.id, row, &result).await
-        } else {
-            self.store.append_move(self.lobby.id, row).await
+    /// Writes `change` as the next `seq`, then applies and announces it. When the write's
+    /// outcome is unknown, the stored `seq` decides; nothing is applied unless it landed.
+    async fn commit(&mut self, change: Change) -> Result<(), AppError> {
+        let seq = self.seq() + 1;
+        match self.write(&change, seq).await {
+            Ok(()) => {
+                self.apply(change);
+                Ok(())
+            }
+            Err(StoreError::Unavailable(cause)) => {
+                tracing::warn!(%cause, seq, "a write's outcome is unknown; re-reading");
+                if let Landed::Yes = self.await_landing(seq).await {
+                    self.apply(change);
+                    return Ok(());
+                }
+                // Not seen yet: settled before the next write, when a late commit has had
+                // all the time it needs to show.
+                self.unconfirmed = Some(change);
+                Err(AppError::StorageUnavailable)
+            }
+            Err(other) => Err(AppError::from_store(other)),
+        }
+    }
+
+    /// Re-reads the stored `seq` a few times over half a second: a COMMIT whose reply was
+    /// lost may still be taking effect when the first read arrives.
+    async fn await_landing(&self, seq: u64) -> Landed {
+        const READS: u32 = 5;
+        const PAUSE: Duration = Duration::from_millis(100);
+        let mut outcome = self.landed(seq).await;
+        for _ in 1..READS {
+            // Only "not yet" is worth asking again; an unreachable database stays so.
+            if !matches!(outcome, Landed::No) {
+                break;
+            }
+            tokio::time::sleep(PAUSE).await;
+            outcome = self.landed(seq).await;
+        }
+        outcome
+    }
+
+    /// Whether the write of `seq` reached the database, from the stored `seq`.
+    async fn landed(&self, seq: u64) -> Landed {
+        match self.store.lobby(self.lobby.id).await {
+            Ok(Some((stored, _))) if stored.seq >= seq => Landed::Yes,
+            Ok(Some(_)) => Landed::No,
+            Ok(None) => Landed::Unknown,
+            Err(error) => {
+                tracing::warn!(%error, seq, "cannot re-read the stored seq yet");
+                Landed::Unknown
+            }
+        }
+    }
+
+    /// Settles a change whose write had an unknown outcome: applies it if it landed,
+    /// forgets it if not, and refuses to write anything else while it cannot tell. A seat
+    /// whose joiner was told the join failed is freed again: nobody holds its token.
+    async fn settle_unconfirmed(&mut self) -> Result<(), AppError> {
+        let Some(change) = self.unconfirmed.take() else {
+            return Ok(());
         };
-        written.map_err(AppError::from_store)
+        let seq = self.seq() + 1;
+        match self.landed(seq).await {
+            Landed::Yes => {
+                let orphan_seat = match &change {
+                    Change::SeatTaken(row) => Some(row.seat),
+                    _ => None,
+                };
+                self.apply(change);
+                if let Some(seat) = orphan_seat {
+                    self.commit(Change::SeatFreed(seat)).await?;
+                }
+                Ok(())
+            }
+            Landed::No => Ok(()),
+            Landed::Unknown => {
+                self.unconfirmed = Some(change);
+                Err(AppError::StorageUnavailable)
+            }
+        }
+    }
+
+    /// The database write of `change` as update `seq`.
+    async fn write(&self, change: &Change, seq: u64) -> Result<(), StoreError> {
+        let id = self.lobby.id;
+        match change {
+            Change::SeatTaken(row) => self.store.add_seat(id, row, seq).await,
+            Change::SeatFreed(seat) => self.store.remove_seat(id, *seat, seq).await,
+            Change::Cancelled => self.store.cancel_lobby(id, seq).await,
+            Change::Started { lobby, seats, .. } => {
+                let (seed, started_at) = (lobby.seed.unwrap_or_default(), lobby.started_at);
+                let started_at = started_at.unwrap_or_default();
+                self.store
+                    .start_game(id, seats, seed, started_at, seq)
+                    .await
+            }
+            Change::Moved { game, row, events } if game.phase() == Phase::Over => {
+                let result = self.finished_match(game, row, events);
+                self.store.finish_game(id, row, &result).await
+            }
+            Change::Moved { row, .. } => self.store.append_move(id, row).await,
+        }
+    }
+
+    /// Takes a committed change into the room's state and announces it.
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::SeatTaken(row) => {
+                let event =
+                    json!({ "type": "seat_taken", "seat": row.seat, "name": row.display_name });
+                self.seats.push(row);
+                self.seats.sort_by_key(|seat| seat.seat);
+                self.publish(vec![event], None);
+            }
+            Change::SeatFreed(seat) => {
+                self.seats.retain(|row| row.seat != seat);
+                self.publish(vec![json!({ "type": "seat_freed", "seat": seat })], None);
+            }
+            Change::Cancelled => {
+                self.lobby.status = LobbyStatus::Cancelled;
+                self.ended_at = Some(Instant::now());
+                tracing::info!("lobby cancelled");
+                self.publish(vec![json!({ "type": "lobby_cancelled" })], None);
+            }
+            Change::Started {
+                lobby,
+                seats,
+                game,
+                previous_seats,
+                randomized,
+            } => self.apply_start(lobby, seats, *game, previous_seats, randomized),
+            Change::Moved { game, row, events } => self.apply_move(*game, row, events),
+        }
+    }
+
+    fn apply_start(
+        &mut self,
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        game: Game,
+        previous_seats: Vec<u8>,
+        randomized: bool,
+    ) {
+        // Only a shuffle renumbers seats; without one every player keeps theirs.
+        let reseated = randomized.then(|| {
+            let seats_by_token = seats
+                .iter()
+                .map(|seat| (seat.token_hash.clone(), seat.seat))
+                .collect();
+            Arc::new(seats_by_token)
+        });
+        (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
+        tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
+        let event = json!({ "type": "game_started", "previous_seats": previous_seats });
+        self.publish(vec![event], reseated);
+    }
+
+    fn apply_move(&mut self, game: Game, row: MoveRow, events: Vec<Event>) {
+        self.remember(&row, &events);
+        self.log.push(row);
+        if game.phase() == Phase::Over {
+            self.lobby.status = LobbyStatus::Finished;
+            self.ended_at = Some(Instant::now());
+            tracing::info!(scores = ?game.scores(), "game finished");
+        }
+        self.game = Some(game);
+        self.metrics.moves.inc();
+        let events = events
+            .iter()
+            .map(|event| serde_json::to_value(event).expect("events serialize"))
+            .collect();
+        self.publish(events, None);
     }
 
     fn remember(&mut self, row: &MoveRow, events: &[Event]) {

@@ -4,6 +4,7 @@
 //! so a client that applies the patches holds exactly what a fresh snapshot would show.
 //! It never contains the order of the stack, seat tokens or invite codes.
 
+use crate::api::schemas::{FigureName, PhaseName, RulesSchema, StatusName, SupplySchema};
 use crate::rooms::wire::WireMove;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
@@ -15,10 +16,10 @@ use uuid::Uuid;
 pub struct PublicState {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = String)]
+    #[schema(value_type = StatusName)]
     pub status: LobbyStatus,
     pub public: bool,
-    #[schema(value_type = Object)]
+    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     /// Seats offered by the lobby; a started game has one seat per player.
     pub seat_count: u8,
@@ -42,7 +43,7 @@ pub struct GameView {
     pub board: Vec<TileView>,
     pub figures: Vec<FigureView>,
     pub scores: Vec<u32>,
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<SupplySchema>)]
     pub supplies: Vec<Supply>,
     /// Whose turn it is and what they must do; absent when the game is over.
     pub turn: Option<TurnView>,
@@ -61,14 +62,14 @@ pub struct TileView {
     pub y: i32,
     #[schema(value_type = String)]
     pub tile: TileId,
-    #[schema(value_type = u16)]
+    #[schema(value_type = u16, minimum = 0, maximum = 270, multiple_of = 90)]
     pub rotation: Rotation,
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct FigureView {
     pub player: u8,
-    #[schema(value_type = String)]
+    #[schema(value_type = FigureName)]
     pub figure: FigureKind,
     pub x: i32,
     pub y: i32,
@@ -79,7 +80,7 @@ pub struct FigureView {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct TurnView {
     pub player: u8,
-    #[schema(value_type = String)]
+    #[schema(value_type = PhaseName)]
     pub phase: Phase,
     /// The drawn tile (already on the board in the `act` phase).
     #[schema(value_type = String)]

@@ -1,6 +1,7 @@
 //! Moves as they travel over the wire: flat JSON objects that clients send as commands
 //! and receive as legal moves, e.g. `{"type":"place_tile","x":1,"y":0,"rotation":90}`.
 
+use crate::api::schemas::FigureName;
 use carcassonne_core::{FigureKind, Move, Pos, Rotation, Spot};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -12,12 +13,12 @@ pub enum WireMove {
     PlaceTile {
         x: i32,
         y: i32,
-        #[schema(value_type = u16)]
+        #[schema(value_type = u16, minimum = 0, maximum = 270, multiple_of = 90)]
         rotation: Rotation,
     },
     /// Place a figure from the supply on a spot (segment label) of the tile just placed.
     PlaceFigure {
-        #[schema(value_type = String)]
+        #[schema(value_type = FigureName)]
         figure: FigureKind,
         #[schema(value_type = String)]
         spot: Spot,
