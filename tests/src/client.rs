@@ -68,6 +68,18 @@ impl Api {
         into_parts(response).await
     }
 
+    /// A GET with one extra header (an invite code, a bearer token).
+    pub async fn get_with(&self, path: &str, header: &str, value: &str) -> (u16, Value) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header(header, value)
+            .send()
+            .await
+            .expect("GET");
+        into_parts(response).await
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let request = self.http.post(format!("{}{path}", self.base)).json(&body);
         into_parts(request.send().await.expect("POST")).await
@@ -195,6 +207,13 @@ impl WsClient {
             self.seat = reply["seat"].as_u64();
         }
         reply
+    }
+
+    /// A spectator's hello, with a private game's invite code.
+    pub async fn hello_with_invite(&mut self, invite_code: Option<&str>) -> Value {
+        self.send(json!({ "type": "hello", "invite_code": invite_code }))
+            .await;
+        self.next().await
     }
 
     pub async fn send(&mut self, message: Value) {
@@ -336,6 +355,7 @@ impl WsClient {
                 self.legal_moves = legal_moves_of(message);
             }
             Some("welcome") => self.seat = message["seat"].as_u64(),
+            Some("your_turn") => self.legal_moves = legal_moves_of(message),
             _ => {}
         }
     }

@@ -33,6 +33,16 @@ impl Table {
     /// Connects a client for every taken seat (the creator's first) and a spectator,
     /// then has the creator start the game.
     pub async fn open(server: &TestServer, seats: Vec<Seat>, seed: u64) -> Table {
+        Table::open_private(server, seats, seed, None).await
+    }
+
+    /// [`Table::open`] for a lobby whose spectators need its `invite_code`.
+    pub async fn open_private(
+        server: &TestServer,
+        seats: Vec<Seat>,
+        seed: u64,
+        invite_code: Option<&str>,
+    ) -> Table {
         let api = Api::new(server.http());
         let creator = seats[0].clone();
         let url = server.ws_url(&creator.lobby);
@@ -40,7 +50,10 @@ impl Table {
         for seat in &seats {
             clients.push(WsClient::join(&url, Some(&seat.token), None).await);
         }
-        let spectator = Some(WsClient::join(&url, None, None).await);
+        let mut spectator = WsClient::connect(&url).await;
+        let welcome = spectator.hello_with_invite(invite_code).await;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        let spectator = Some(spectator);
         let lobby = api.start(&creator).await;
         assert_eq!(lobby["status"], "playing", "{lobby}");
         let mut table = Table {

@@ -310,3 +310,99 @@ async fn tiles_health_metrics_and_openapi_are_served() {
         );
     }
 }
+
+/// A private lobby's seat names and game are shown only with its invite code or a seat
+/// token, and so are its finished match and record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_game_is_shown_only_to_holders_of_its_code_or_seats() {
+    let (_db, server, api) = server().await;
+    let (_, created) = api
+        .post(
+            "/api/lobbies",
+            json!({ "name": "hidden", "seats": 2, "public": false, "display_name": "ann",
+                    "rules": { "tile_limit": 3 } }),
+        )
+        .await;
+    let lobby = created["lobby"]["id"].as_str().unwrap().to_owned();
+    let invite = created["invite_code"].as_str().unwrap().to_owned();
+    let creator_token = created["seat_token"].as_str().unwrap().to_owned();
+    let (status, body) = api.get(&format!("/api/lobbies/{lobby}")).await;
+    assert_eq!((status, code(&body)), (403, "private_game"), "{body}");
+    let (status, shown) = api
+        .get_with(&format!("/api/lobbies/{lobby}"), "x-invite-code", &invite)
+        .await;
+    assert_eq!((status, &shown["seats"][0]["name"]), (200, &json!("ann")));
+    let (status, _) = api
+        .get_with(
+            &format!("/api/lobbies/{lobby}"),
+            "authorization",
+            &format!("Bearer {creator_token}"),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    let (_, joined) = api
+        .post(
+            &format!("/api/lobbies/{lobby}/join"),
+            json!({ "display_name": "bob", "invite_code": invite }),
+        )
+        .await;
+    let bob = Seat {
+        lobby: lobby.clone(),
+        seat: 1,
+        token: joined["seat_token"].as_str().unwrap().to_owned(),
+    };
+    let ann = Seat {
+        lobby: lobby.clone(),
+        seat: 0,
+        token: creator_token,
+    };
+    let mut table = Table::open_private(&server, vec![ann, bob], 4, Some(&invite)).await;
+    table.play_to_the_end().await;
+    for path in [
+        format!("/api/matches/{lobby}"),
+        format!("/api/matches/{lobby}/record"),
+    ] {
+        let (status, body) = api.get(&path).await;
+        assert_eq!(
+            (status, code(&body)),
+            (403, "private_game"),
+            "{path}: {body}"
+        );
+        let (status, body) = api.get_with(&path, "x-invite-code", &invite).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let (status, _) = api.get_with(&path, "x-invite-code", "wrong").await;
+        assert_eq!(status, 403, "{path}");
+    }
+}
+
+/// Names that would pass for others, or reorder the text around them, are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_invisible_or_reordering_characters_are_refused() {
+    let (_db, _server, api) = server().await;
+    let creator = api.create_lobby("ann", 3, json!({})).await;
+    for name in ["ann\u{200B}", "\u{202E}bob", "b\u{2066}ob", "bo\u{FEFF}b"] {
+        let (status, body) = api
+            .post(
+                &format!("/api/lobbies/{}/join", creator.lobby),
+                json!({ "display_name": name }),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&body)),
+            (400, "bad_request"),
+            "{name:?}: {body}"
+        );
+        let (status, _) = api
+            .post("/api/players", json!({ "display_name": name }))
+            .await;
+        assert_eq!(status, 400, "{name:?}");
+    }
+    let (status, body) = api
+        .post(
+            &format!("/api/lobbies/{}/join", creator.lobby),
+            json!({ "display_name": "ANN" }),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "already_seated"), "{body}");
+}

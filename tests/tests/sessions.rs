@@ -1,7 +1,7 @@
 //! Connections over a game's life: spectators, reconnects, racing clients, duplicate
 //! commands, and a server that drains on SIGTERM.
 
-use carcassonne_tests::client::WsClient;
+use carcassonne_tests::client::{Api, WsClient};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -187,4 +187,54 @@ async fn sigterm_tells_clients_drains_and_the_game_resumes_after_restart() {
     );
     table.play_to_the_end().await;
     table.assert_mirrors_agree();
+}
+
+/// A player to move who reconnects having missed nothing (as after a server restart, or a
+/// dropped connection between two of its own moves) is told its legal moves at once; a
+/// player not to move is told nothing beyond its welcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnecting_player_to_move_is_reminded_of_its_legal_moves() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({}), 8).await;
+    table.play_one().await;
+    let mover = table.mover().unwrap();
+    let url = server.ws_url(&table.game);
+    let gone = table.players.remove(mover);
+    let mut back = WsClient::resume(&url, &table.seats[mover].token, &gone).await;
+    let reminder = back.next().await;
+    assert_eq!(reminder["type"], "your_turn", "{reminder}");
+    assert_eq!(reminder["seq"], gone.seq.unwrap());
+    assert_eq!(
+        reminder["legal_moves"],
+        json!(gone.legal_moves.clone().unwrap())
+    );
+    drop(gone);
+    table.players.insert(mover, back);
+
+    let waiting = 1 - mover;
+    let gone = table.players.remove(waiting);
+    let mut back = WsClient::resume(&url, &table.seats[waiting].token, &gone).await;
+    back.send(json!({ "type": "ping" })).await;
+    assert_eq!(
+        back.next().await["type"],
+        "pong",
+        "nothing came before the pong"
+    );
+    drop(gone);
+    table.players.insert(waiting, back);
+    table.play_to_the_end().await;
+}
+
+/// A player's own first snapshot counts its own connection among the connected seats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_players_first_snapshot_lists_its_own_seat_as_connected() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let api = Api::new(server.http());
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    let url = server.ws_url(&creator.lobby);
+    let mut ann = WsClient::join(&url, Some(&creator.token), None).await;
+    let snapshot = ann.next_of("snapshot").await;
+    assert_eq!(snapshot["connected"], json!([0]), "{snapshot}");
 }
