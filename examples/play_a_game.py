@@ -1,7 +1,7 @@
 """Play a complete two-player game against a running carcassonne-server.
 
-    pip install websockets
-    python3 examples/play_a_game.py [http://127.0.0.1:8080]
+    python3 -m venv .venv && .venv/bin/pip install websockets
+    .venv/bin/python examples/play_a_game.py [http://127.0.0.1:8080]
 
 Creates a lobby as "ann", joins it as "bob", starts it, connects both players over
 WebSocket and has each pick a random legal move (the server sends the player to move
@@ -36,7 +36,7 @@ async def player(name, game_id, token, done):
         async for text in ws:
             message = json.loads(text)
             kind = message["type"]
-            if kind in ("snapshot", "update"):
+            if kind in ("snapshot", "update", "your_turn"):
                 seq = message["seq"]
                 for event in message.get("events", []):
                     if event["type"] == "feature_scored" and event["scorers"]:
@@ -53,6 +53,7 @@ async def player(name, game_id, token, done):
                     await ws.send(json.dumps({"type": "command", "id": f"{name}-{commands}", "seq": seq, "move": move}))
             elif kind == "rejected":
                 print(f"{name}: rejected {message['error']}")
+    raise SystemExit(f"{name}: the connection ended before the game did")
 
 
 async def main():
