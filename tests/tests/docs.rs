@@ -22,7 +22,10 @@ fn the_shipped_specs_are_the_binding_ones() {
     );
     let binding = root.join("../shared/spec");
     if !binding.is_dir() {
-        eprintln!("SKIPPED: no binding specs at {} to compare with", binding.display());
+        eprintln!(
+            "SKIPPED: no binding specs at {} to compare with",
+            binding.display()
+        );
         return;
     }
     for name in ["rules.md", "notation.md", "tiles.md"] {
@@ -35,7 +38,10 @@ fn the_shipped_specs_are_the_binding_ones() {
 
 /// Every Markdown file of the repository, outside build output and the corpus.
 fn markdown_files(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable directory").flatten() {
+    for entry in std::fs::read_dir(dir)
+        .expect("a readable directory")
+        .flatten()
+    {
         let path = entry.path();
         let name = entry.file_name();
         let skipped = [".git", "target", "node_modules"];
@@ -53,7 +59,13 @@ fn link_targets(text: &str) -> Vec<String> {
         .filter_map(|(at, _)| {
             let rest = &text[at + 2..];
             let end = rest.find(')')?;
-            Some(rest[..end].split_whitespace().next().unwrap_or_default().to_owned())
+            Some(
+                rest[..end]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
         })
         .collect()
 }

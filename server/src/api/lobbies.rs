@@ -27,13 +27,18 @@ use uuid::Uuid;
 
 const MAX_LOBBY_NAME_CHARS: usize = 64;
 const MAX_PAGE_SIZE: u32 = 100;
+/// Deeper pages of open lobbies are never useful and cost a long scan.
+const MAX_PAGE: u32 = 10_000;
 /// House rules use 3 or 4; anything near this is a typo, not a variant.
 const MAX_FARMER_CITY_POINTS: u32 = 100;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateLobby {
+    /// 1 to 64 visible characters.
+    #[schema(min_length = 1, max_length = 64)]
     pub name: String,
     /// Seats offered: 2 to 5, or 6 with Inns & Cathedrals.
+    #[schema(minimum = 2, maximum = 6)]
     pub seats: u8,
     /// Rules options as in `notation.md`; `{}` is the base game.
     #[serde(default)]
@@ -97,9 +102,11 @@ pub struct SeatGranted {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
-    /// 1-based page number.
+    /// 1-based page number (at most 10,000).
+    #[param(minimum = 1, maximum = 10_000)]
     pub page: Option<u32>,
-    /// Lobbies per page, at most 100.
+    /// Lobbies per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub per_page: Option<u32>,
 }
 
@@ -207,8 +214,8 @@ pub async fn list_lobbies(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<LobbyPage>, AppError> {
-    let page = query.page.unwrap_or(1).max(1);
-    let per_page = query.per_page.unwrap_or(20).clamp(1, MAX_PAGE_SIZE);
+    let page = in_range("page", query.page.unwrap_or(1), 1, MAX_PAGE)?;
+    let per_page = in_range("per_page", query.per_page.unwrap_or(20), 1, MAX_PAGE_SIZE)?;
     let offset = (page - 1).saturating_mul(per_page);
     let rows = state
         .store
@@ -256,6 +263,17 @@ pub fn require_private_access(
         Ok(())
     } else {
         Err(AppError::PrivateGame)
+    }
+}
+
+/// `value` if it lies in `min..=max`, else a `bad_request` naming the parameter.
+pub fn in_range(name: &str, value: u32, min: u32, max: u32) -> Result<u32, AppError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(AppError::BadRequest(format!(
+            "{name} must be {min} to {max}"
+        )))
     }
 }
 

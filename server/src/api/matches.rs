@@ -1,7 +1,7 @@
 //! Match history: finished games, newest first, with filters and cursor paging.
 
 use crate::api::extract::{AppPath, AppQuery};
-use crate::api::lobbies::require_private_access;
+use crate::api::lobbies::{in_range, require_private_access};
 use crate::api::schemas::{FeatureScoreSchema, GameRecordSchema, RulesSchema};
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::error::{AppError, ErrorResponse};
@@ -26,16 +26,24 @@ pub struct MatchQuery {
     /// Only matches this player identity played.
     pub player: Option<Uuid>,
     /// Finished at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     pub from: Option<String>,
     /// Finished before this RFC 3339 time.
+    #[param(format = DateTime)]
     pub to: Option<String>,
     /// Comma-separated expansions every listed match must include, e.g. `river,abbot`.
+    #[param(
+        pattern = "^((river|abbot|inns_and_cathedrals|festival)(,(river|abbot|inns_and_cathedrals|festival))*)?$"
+    )]
     pub expansions: Option<String>,
-    /// Only matches with this many players.
+    /// Only matches with this many players (2 to 6).
+    #[param(minimum = 2, maximum = 6)]
     pub players: Option<u8>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
-    /// Matches per page, at most 100 (default 20).
+    /// Matches per page, 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
 }
 
@@ -141,7 +149,10 @@ fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
         from: parse_time("from", query.from.as_deref())?,
         to: parse_time("to", query.to.as_deref())?,
         expansions: parse_expansions(query.expansions.as_deref().unwrap_or_default())?,
-        players: query.players,
+        players: query
+            .players
+            .map(|players| in_range("players", players.into(), 2, 6).map(|n| n as u8))
+            .transpose()?,
     })
 }
 
@@ -151,7 +162,7 @@ async fn page_of(
     query: &MatchQuery,
 ) -> Result<MatchPageView, AppError> {
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-    let limit = query.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
+    let limit = in_range("limit", query.limit.unwrap_or(20), 1, MAX_LIMIT)?;
     let page = state
         .store
         .matches(&filter, after, limit)

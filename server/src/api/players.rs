@@ -23,6 +23,8 @@ const MAX_NAME_CHARS: usize = 32;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePlayer {
+    /// 1 to 32 visible characters.
+    #[schema(min_length = 1, max_length = 32)]
     pub display_name: String,
 }
 
@@ -47,7 +49,9 @@ pub struct PlayerView {
 /// Who is taking a seat: a lasting identity (id and secret), or a guest by name.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct Identity {
-    /// A guest's name, or a different name for this seat than the identity's own.
+    /// A guest's name, or a different name for this seat than the identity's own: 1 to 32
+    /// visible characters.
+    #[schema(min_length = 1, max_length = 32)]
     pub display_name: Option<String>,
     pub player_id: Option<Uuid>,
     pub player_secret: Option<String>,
@@ -64,9 +68,10 @@ pub fn display_name(raw: &str) -> Result<String, AppError> {
 /// they let one name pass for another ("ann" and "ann" + U+200B) or reorder the text
 /// around it.
 pub fn printable_text(raw: &str, max_chars: usize, what: &str) -> Result<String, AppError> {
+    // The bound applies to what was sent, so that the documented length is the limit.
     let text: String = raw.trim().nfc().collect();
-    let length = text.chars().count();
-    if length == 0 || length > max_chars || !text.chars().all(is_visible_text) {
+    let too_long = raw.chars().count() > max_chars;
+    if text.is_empty() || too_long || !text.chars().all(is_visible_text) {
         return Err(AppError::BadRequest(format!(
             "{what} is 1 to {max_chars} printable characters, without invisible or \
              formatting characters"

@@ -26,13 +26,14 @@ pub enum ExpansionName {
 #[serde(deny_unknown_fields)]
 pub struct RulesSchema {
     /// Any subset of the expansions, each at most once. Default: none (the base game).
-    #[schema(schema_with = expansion_list)]
+    #[schema(schema_with = expansion_list, nullable = false)]
     pub expansions: Option<Vec<ExpansionName>>,
     /// House rule: `false` means no farmers and fields never score. Default `true`.
+    #[schema(nullable = false)]
     pub farmers: Option<bool>,
     /// Points per completed city a farm supplies: 1 to 10 (default 3; the first
     /// edition's house rule uses 4).
-    #[schema(minimum = 1, maximum = 10)]
+    #[schema(minimum = 1, maximum = 10, nullable = false)]
     pub farmer_city_points: Option<u32>,
     /// House rule for short games: the game ends after this many tiles are placed (the
     /// start tile not counted); at least 1 and at most the tiles in the stack.
