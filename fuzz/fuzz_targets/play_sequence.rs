@@ -28,8 +28,8 @@ fuzz_target!(|data: &[u8]| {
 
 fn play_game(input: &mut Unstructured) -> Result<()> {
     let setup = any_setup(input)?;
-    let in_bounds = setup.rules.validate().is_ok()
-        && (2..=setup.rules.max_players()).contains(&setup.players);
+    let in_bounds =
+        setup.rules.validate().is_ok() && (2..=setup.rules.max_players()).contains(&setup.players);
     let Ok(mut game) = Game::new(setup) else {
         assert!(!in_bounds, "a setup within bounds was refused");
         return Ok(());
@@ -120,7 +120,10 @@ fn any_pos(game: &Game, input: &mut Unstructured) -> Result<Pos> {
     }
     let near = input.choose(game.tiles())?.pos;
     let (dx, dy) = (input.int_in_range(-1..=1)?, input.int_in_range(-1..=1)?);
-    Ok(Pos::new(near.x.saturating_add(dx), near.y.saturating_add(dy)))
+    Ok(Pos::new(
+        near.x.saturating_add(dx),
+        near.y.saturating_add(dy),
+    ))
 }
 
 fn any_spot(input: &mut Unstructured) -> Result<Spot> {
