@@ -10,11 +10,41 @@
 //! largest multiple of `i + 1` are redrawn, then `j = value % (i + 1)`). With the River,
 //! the river tiles are shuffled first with the same generator, then the land tiles.
 //! Changing any of this changes every seeded game ever stored, so a test pins the order.
+//!
+//! # The deck commitment (commit-reveal)
+//!
+//! So that players need not trust the operator with the draw order, a server publishes
+//! [`deck_commitment`] when a game starts and reveals the seed and salt in the game
+//! record at the end; anyone can then check that the revealed seed is the committed one
+//! and that it shuffles to the recorded `draw_order`. The commitment is the SHA-256
+//! (FIPS 180-4) digest of the concatenation of, with nothing between them:
+//!
+//! 1. the 19 ASCII bytes `carcassonne-deck-v1` (a domain separator, so that the digest
+//!    cannot be mistaken for one of anything else, and a version for any later scheme);
+//! 2. the seed as 8 little-endian bytes;
+//! 3. the 32-byte salt, which the server draws at random for each game. Without it the
+//!    seed, only 64 bits, could be found from its digest by brute force before the end.
+//!
+//! That is 59 bytes hashed into 32. In a record both are written as 64 lowercase hex
+//! digits (`deck_salt`, `deck_commitment`); a test pins one value.
 
 use crate::rules::{Expansion, Rules};
 use crate::tiles::{TileId, TileSet, catalogue};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
+
+/// The bytes that open every deck commitment: the scheme's name and version.
+pub const DECK_COMMITMENT_DOMAIN: &[u8] = b"carcassonne-deck-v1";
+
+/// The commitment to a game's `seed` and `salt`, as the module documentation defines it.
+pub fn deck_commitment(seed: u64, salt: &[u8; 32]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(DECK_COMMITMENT_DOMAIN);
+    hasher.update(seed.to_le_bytes());
+    hasher.update(salt);
+    hasher.finalize().into()
+}
 
 /// The tile type that lies at `0,0` before the first turn.
 pub fn start_tile(rules: &Rules) -> TileId {
@@ -47,6 +77,16 @@ pub fn shuffled_stack(rules: &Rules, seed: u64) -> Vec<TileId> {
     shuffle(&mut land, &mut rng);
     stack.extend(land);
     stack
+}
+
+/// How many tiles [`shuffled_stack`] gives for `rules`, without shuffling them.
+pub fn stack_len(rules: &Rules) -> usize {
+    let river = if rules.has(Expansion::River) {
+        river_tiles_before_lake().len() + 1
+    } else {
+        0
+    };
+    river + land_tiles(rules).len()
 }
 
 fn river_tiles_before_lake() -> Vec<TileId> {
@@ -137,6 +177,41 @@ mod tests {
         assert_eq!(stack[10].name(), "R02");
         assert!(stack[11..].iter().all(|t| t.def().set != TileSet::River));
         assert_eq!(start_tile(&rules).name(), "R01");
+    }
+
+    #[test]
+    fn stack_len_counts_what_the_shuffle_gives() {
+        for mask in 0..16u8 {
+            let expansions: Vec<Expansion> = Expansion::ALL
+                .into_iter()
+                .enumerate()
+                .filter(|(bit, _)| mask & (1 << bit) != 0)
+                .map(|(_, expansion)| expansion)
+                .collect();
+            let rules = Rules::with_expansions(&expansions);
+            assert_eq!(stack_len(&rules), shuffled_stack(&rules, 9).len(), "{mask}");
+        }
+        assert_eq!(stack_len(&Rules::default()), 71);
+        assert_eq!(stack_len(&Rules::with_expansions(&Expansion::ALL)), 110);
+    }
+
+    #[test]
+    fn the_deck_commitment_is_pinned() {
+        // Pinned: anyone checking a stored record recomputes exactly this. The value was
+        // computed independently with Python's hashlib from the documented bytes.
+        let salt: [u8; 32] = std::array::from_fn(|index| index as u8);
+        assert_eq!(
+            deck_commitment(42, &salt),
+            hex_digest("db54b828aea81528238348adf9298fabca2bdf4df941876c7c6223cf8e237b58"),
+        );
+        assert_ne!(deck_commitment(43, &salt), deck_commitment(42, &salt));
+        assert_ne!(deck_commitment(42, &[0; 32]), deck_commitment(42, &salt));
+    }
+
+    fn hex_digest(text: &str) -> [u8; 32] {
+        let mut digest = [0; 32];
+        hex::decode_to_slice(text, &mut digest).expect("64 hex digits");
+        digest
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::features::{Features, NodeId};
 use crate::figures::{Figure, FigureKind, PlacedFigure, Seat, Supply};
 use crate::geometry::{HalfSide, Pos, Rotation, Side};
 use crate::river::{River, RiverProblem};
-use crate::rules::{Expansion, Rules};
+use crate::rules::{Expansion, Rules, RulesError};
 use crate::tiles::{SegmentKind, Spot, TileId};
 use serde::{Deserialize, Serialize};
 
@@ -36,10 +36,24 @@ pub struct Setup {
     pub stack: Stack,
 }
 
+/// Why a [`Setup`] cannot start a game.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SetupError {
     #[error("a game with these rules needs 2 to {max} players, not {players}")]
     PlayerCount { players: u8, max: u8 },
+    /// A rules option is out of its bounds (see [`crate::rules`]).
+    #[error("{0}")]
+    Rules(#[from] RulesError),
+}
+
+impl SetupError {
+    /// A stable, machine-readable name for the error, for protocols and logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SetupError::PlayerCount { .. } => "player_count",
+            SetupError::Rules(error) => error.code(),
+        }
+    }
 }
 
 /// One step of a turn.
@@ -168,18 +182,37 @@ impl Game {
     /// Segments per tile to reserve room for: most tiles have three to five.
     const RESERVED_SEGMENTS_PER_TILE: usize = 4;
 
-    /// Starts a game: the start tile at `0,0`, seat 0 to draw.
+    /// Starts a game: the start tile at `0,0`, seat 0 to draw. The events of that first
+    /// draw are dropped; [`Game::start`] returns them.
     pub fn new(setup: Setup) -> Result<Game, SetupError> {
-        let mut rules = setup.rules;
-        rules.expansions.sort();
-        rules.expansions.dedup();
-        let max = rules.max_players();
+        Game::start(setup).map(|(game, _)| game)
+    }
+
+    /// Starts a game as [`Game::new`] does and returns the events of the opening draw:
+    /// [`Event::TileDrawn`] after any [`Event::TileDiscarded`], or, when no tile can be
+    /// placed at all (an empty or unplayable fixed stack), the end-of-game scoring and
+    /// [`Event::GameOver`].
+    pub fn start(setup: Setup) -> Result<(Game, Vec<Event>), SetupError> {
+        setup.rules.validate()?;
+        let max = setup.rules.max_players();
         if !(2..=max).contains(&setup.players) {
             return Err(SetupError::PlayerCount {
                 players: setup.players,
                 max,
             });
         }
+        let mut game = Game::before_first_draw(setup);
+        let mut events = Vec::new();
+        game.draw_for(0, &mut events);
+        Ok((game, events))
+    }
+
+    /// A checked setup with the start tile placed and nothing drawn yet.
+    fn before_first_draw(setup: Setup) -> Game {
+        let mut rules = setup.rules;
+        // One canonical order, so that equal rules compare equal whatever order the
+        // options listed them in.
+        rules.expansions.sort();
         let stack = match setup.stack {
             Stack::Seeded(seed) => shuffled_stack(&rules, seed),
             Stack::Fixed(tiles) => tiles,
@@ -205,8 +238,7 @@ impl Game {
             river: River::from_start(start.def()),
         };
         game.put_tile(start, Pos::ORIGIN, Rotation::R0);
-        game.draw_for(0, &mut Vec::new());
-        Ok(game)
+        game
     }
 
     pub fn rules(&self) -> &Rules {

@@ -216,14 +216,14 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_core::{Rng, SeedableRng};
 
-    /// Random rules: any subset of expansions, farmers on or off, any farm value, and
+    /// Random rules: any subset of expansions, farmers on or off, any farm value allowed, and
     /// now and then a tile limit; then a seat count the rules allow and a stack seed.
     fn any_setup() -> impl Strategy<Value = Setup> {
         let rules = (
             proptest::sample::subsequence(Expansion::ALL.to_vec(), 0..=4),
             any::<bool>(),
-            0u32..=5,
-            proptest::option::weighted(0.2, 0u32..100),
+            1u32..=10,
+            proptest::option::weighted(0.2, 1u32..=71),
         )
             .prop_map(
                 |(expansions, farmers, farmer_city_points, tile_limit)| Rules {

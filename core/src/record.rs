@@ -2,8 +2,20 @@
 //!
 //! A record is the setup (`rules`, `players`, `draw_order`) plus one entry per placed
 //! tile. Fields a server adds (`seed`, `started_at`, seat names...) are kept in
-//! [`GameRecord::extra`] and ignored by [`replay`].
+//! [`GameRecord::extra`] and ignored by [`replay`], except the deck proof.
+//!
+//! # The deck proof
+//!
+//! A server commits to its shuffle when a game starts (see [`crate::deck`]) and writes
+//! three optional fields into the record: `seed` (the `u64` of the shuffle),
+//! `deck_salt` and `deck_commitment` (64 lowercase hex digits each). When a record has a
+//! `deck_commitment`, [`replay`] checks it before the first turn: `seed` and `deck_salt`
+//! must be there and well formed ([`DeckProofError::is_malformed`]), they must hash to
+//! the commitment, and `draw_order` must be exactly the stack the seed shuffles for the
+//! record's rules. Then the report says `"deck_verified": true`; without a commitment
+//! the field is left out.
 
+use crate::deck::{deck_commitment, shuffled_stack};
 use crate::events::Event;
 use crate::figures::{FigureKind, Seat};
 use crate::game::{Game, Move, Setup, SetupError, Stack};
@@ -151,6 +163,9 @@ pub struct Replay {
     pub turns: Vec<TurnReport>,
     pub discarded: Vec<TileId>,
     pub final_scores: Vec<u32>,
+    /// `Some(true)` when the record's deck proof checked out; `None` when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deck_verified: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -169,12 +184,141 @@ pub enum ReplayError {
     /// The setup itself is impossible (a malformed record).
     #[error("{0}")]
     Setup(#[from] SetupError),
+    /// The deck proof is malformed, or does not prove the record's draw order.
+    #[error("{0}")]
+    Deck(#[from] DeckProofError),
     /// Turn `turn` (0-based) breaks a rule, or the record stops before the game ends.
     #[error("turn {turn}: {message}")]
     IllegalTurn { turn: usize, message: String },
 }
 
+/// Why a record's deck proof (`seed`, `deck_salt`, `deck_commitment`) fails.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeckProofError {
+    #[error("the record has a deck_commitment but no {field}")]
+    Missing { field: &'static str },
+    #[error("{field} must be {expected}")]
+    Malformed {
+        field: &'static str,
+        expected: &'static str,
+    },
+    #[error("the revealed seed and deck_salt do not hash to the deck_commitment")]
+    CommitmentMismatch,
+    #[error(
+        "the draw_order is not the stack the revealed seed shuffles: they differ first at index {index}"
+    )]
+    DrawOrderMismatch { index: usize },
+}
+
+impl DeckProofError {
+    /// True when the fields are missing or ill-formed (a malformed record), false when
+    /// they are well formed but prove something else (a record that does not check out).
+    pub fn is_malformed(&self) -> bool {
+        matches!(
+            self,
+            DeckProofError::Missing { .. } | DeckProofError::Malformed { .. }
+        )
+    }
+}
+
+/// The revealed seed and salt of a game, and the commitment published at its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeckProof {
+    pub seed: u64,
+    pub salt: [u8; 32],
+    pub commitment: [u8; 32],
+}
+
+impl DeckProof {
+    /// The proof for a game shuffled by `seed`, committed to with `salt`.
+    pub fn new(seed: u64, salt: [u8; 32]) -> DeckProof {
+        DeckProof {
+            seed,
+            salt,
+            commitment: deck_commitment(seed, &salt),
+        }
+    }
+
+    /// Writes `seed`, `deck_salt` and `deck_commitment` into a record's extra fields.
+    pub fn write_to(&self, extra: &mut Map<String, Value>) {
+        extra.insert("seed".into(), json!(self.seed));
+        extra.insert("deck_salt".into(), json!(hex::encode(self.salt)));
+        extra.insert(
+            "deck_commitment".into(),
+            json!(hex::encode(self.commitment)),
+        );
+    }
+
+    /// Reads the proof from a record's extra fields: `None` without a
+    /// `deck_commitment`, an error when it is there but the fields are not all well formed.
+    pub fn read_from(extra: &Map<String, Value>) -> Result<Option<DeckProof>, DeckProofError> {
+        let Some(commitment) = extra.get("deck_commitment") else {
+            return Ok(None);
+        };
+        let commitment = hex_digits(commitment, "deck_commitment")?;
+        let seed = extra
+            .get("seed")
+            .ok_or(DeckProofError::Missing { field: "seed" })?
+            .as_u64()
+            .ok_or(DeckProofError::Malformed {
+                field: "seed",
+                expected: "an integer from 0 to 2^64 - 1",
+            })?;
+        let salt = extra
+            .get("deck_salt")
+            .ok_or(DeckProofError::Missing { field: "deck_salt" })?;
+        let salt = hex_digits(salt, "deck_salt")?;
+        Ok(Some(DeckProof {
+            seed,
+            salt,
+            commitment,
+        }))
+    }
+
+    /// Checks that the seed and salt hash to the commitment and that the seed shuffles
+    /// to exactly `draw_order` for `rules`.
+    pub fn verify(&self, rules: &Rules, draw_order: &[TileId]) -> Result<(), DeckProofError> {
+        if deck_commitment(self.seed, &self.salt) != self.commitment {
+            return Err(DeckProofError::CommitmentMismatch);
+        }
+        let shuffled = shuffled_stack(rules, self.seed);
+        let differs = (0..shuffled.len().max(draw_order.len()))
+            .find(|&index| shuffled.get(index) != draw_order.get(index));
+        match differs {
+            Some(index) => Err(DeckProofError::DrawOrderMismatch { index }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// 32 bytes written as exactly 64 lowercase hex digits.
+fn hex_digits(value: &Value, field: &'static str) -> Result<[u8; 32], DeckProofError> {
+    let malformed = DeckProofError::Malformed {
+        field,
+        expected: "a string of 64 lowercase hex digits",
+    };
+    let text = value.as_str().ok_or(malformed.clone())?;
+    let lowercase = text
+        .bytes()
+        .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+    let mut bytes = [0; 32];
+    if !lowercase || hex::decode_to_slice(text, &mut bytes).is_err() {
+        return Err(malformed);
+    }
+    Ok(bytes)
+}
+
 impl GameRecord {
+    /// Checks the record's deck proof, if it has one: `Ok(Some(true))` when it proves
+    /// the draw order, `Ok(None)` when there is none to check.
+    pub fn verify_deck(&self) -> Result<Option<bool>, DeckProofError> {
+        let Some(proof) = DeckProof::read_from(&self.extra)? else {
+            return Ok(None);
+        };
+        proof.verify(&self.rules, &self.draw_order)?;
+        Ok(Some(true))
+    }
+
     pub fn setup(&self) -> Setup {
         Setup {
             rules: self.rules.clone(),
@@ -186,38 +330,20 @@ impl GameRecord {
 
 /// Plays `record` through the engine. With `legal`, each turn lists every legal
 /// placement of its tile, sorted by x, then y, then rotation.
+///
+/// The setup is checked first, then the deck proof (see the module documentation),
+/// then the turns in order.
 pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     let mut game = Game::new(record.setup())?;
+    let deck_verified = record.verify_deck()?;
     let mut turns = Vec::with_capacity(record.turns.len());
     for (index, turn) in record.turns.iter().enumerate() {
-        let illegal = |message: String| ReplayError::IllegalTurn {
-            turn: index,
-            message,
-        };
-        let (Some(player), Some(tile)) = (game.current_player(), game.current_tile()) else {
-            return Err(illegal("the game is already over".into()));
-        };
-        if turn.tile != tile {
-            return Err(illegal(format!(
-                "the record says tile {} but the draw order gives {tile}",
-                turn.tile
-            )));
-        }
-        let legal = legal.then(|| sorted_placements(&game));
-        let [placement, action] = turn.moves();
-        game.play(placement)
-            .map_err(|error| illegal(error.to_string()))?;
-        let before_action = game.scores().to_vec();
-        let events = game
-            .play(action)
-            .map_err(|error| illegal(error.to_string()))?;
-        let scores = scores_before_end_of_game(&before_action, &events);
-        turns.push(TurnReport {
-            player,
-            tile,
-            scores,
-            legal,
-        });
+        let report =
+            replay_turn(&mut game, turn, legal).map_err(|message| ReplayError::IllegalTurn {
+                turn: index,
+                message,
+            })?;
+        turns.push(report);
     }
     if let Some(tile) = game.current_tile() {
         return Err(ReplayError::IllegalTurn {
@@ -232,6 +358,31 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
         turns,
         discarded: game.discarded().to_vec(),
         final_scores: game.scores().to_vec(),
+        deck_verified,
+    })
+}
+
+/// Plays one turn of a record; an error says what rule it breaks.
+fn replay_turn(game: &mut Game, turn: &TurnRecord, legal: bool) -> Result<TurnReport, String> {
+    let (Some(player), Some(tile)) = (game.current_player(), game.current_tile()) else {
+        return Err("the game is already over".into());
+    };
+    if turn.tile != tile {
+        return Err(format!(
+            "the record says tile {} but the draw order gives {tile}",
+            turn.tile
+        ));
+    }
+    let legal = legal.then(|| sorted_placements(game));
+    let [placement, action] = turn.moves();
+    game.play(placement).map_err(|error| error.to_string())?;
+    let before_action = game.scores().to_vec();
+    let events = game.play(action).map_err(|error| error.to_string())?;
+    Ok(TurnReport {
+        player,
+        tile,
+        scores: scores_before_end_of_game(&before_action, &events),
+        legal,
     })
 }
 
@@ -239,7 +390,7 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
 /// last move set off: the notation reports that separately as `final_scores`. They are
 /// the totals before the action plus what the action paid (an abbot's recall) and what
 /// the features it completed paid. Counting forward, rather than taking the end-of-game
-/// points off the final totals, stays exact when an absurd farm value saturates them.
+/// points off the final totals, stays exact even if a total ever saturates.
 fn scores_before_end_of_game(before_action: &[u32], events: &[Event]) -> Vec<u32> {
     let mut scores = before_action.to_vec();
     let mut credit = |seat: Seat, points: u32| {
@@ -304,6 +455,154 @@ mod tests {
                 .to_string();
             assert!(error.contains(needle), "{text}: {error}");
         }
+    }
+
+    /// A short seeded game (two tiles, then the tile limit ends it) as a server writes
+    /// it: the whole shuffled stack as the draw order, and the deck proof for `seed`.
+    fn seeded_record(seed: u64, salt: [u8; 32]) -> GameRecord {
+        let rules = Rules {
+            tile_limit: Some(2),
+            ..Rules::default()
+        };
+        let mut game = Game::new(Setup {
+            rules: rules.clone(),
+            players: 2,
+            stack: Stack::Seeded(seed),
+        })
+        .unwrap();
+        let mut turns = Vec::new();
+        while let Some(tile) = game.current_tile() {
+            let placement = game.legal_moves()[0];
+            game.play(placement).unwrap();
+            game.play(Move::Pass).unwrap();
+            let Move::PlaceTile { pos, rotation } = placement else {
+                unreachable!("the first step of a turn is a placement")
+            };
+            let (x, y) = (pos.x, pos.y);
+            let action = Action::Pass;
+            turns.push(TurnRecord {
+                tile,
+                x,
+                y,
+                rotation,
+                action,
+            });
+        }
+        let mut extra = Map::new();
+        DeckProof::new(seed, salt).write_to(&mut extra);
+        GameRecord {
+            rules: rules.clone(),
+            players: 2,
+            draw_order: shuffled_stack(&rules, seed),
+            turns,
+            extra,
+        }
+    }
+
+    const SALT: [u8; 32] = [7; 32];
+
+    fn deck_error(record: &GameRecord) -> DeckProofError {
+        match replay(record, false) {
+            Err(ReplayError::Deck(error)) => error,
+            other => panic!("expected a deck proof error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_record_with_a_true_deck_proof_is_verified() {
+        let record = seeded_record(99, SALT);
+        assert_eq!(record.turns.len(), 2);
+        assert_eq!(record.extra["seed"], 99);
+        assert_eq!(record.extra["deck_salt"], "07".repeat(32));
+        let replayed = replay(&record, false).unwrap();
+        assert_eq!(replayed.deck_verified, Some(true));
+        let written = serde_json::to_value(&replayed).unwrap();
+        assert_eq!(written["deck_verified"], true);
+        // The proof survives writing the record out and reading it back.
+        let text = serde_json::to_string(&record).unwrap();
+        let read: GameRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(replay(&read, false).unwrap().deck_verified, Some(true));
+    }
+
+    #[test]
+    fn without_a_commitment_nothing_is_verified_or_reported() {
+        let mut record = seeded_record(5, SALT);
+        record.extra.remove("deck_commitment");
+        record.extra.remove("deck_salt");
+        let replayed = replay(&record, false).unwrap();
+        assert_eq!(replayed.deck_verified, None);
+        let written = serde_json::to_value(&replayed).unwrap();
+        assert!(written.get("deck_verified").is_none());
+    }
+
+    #[test]
+    fn a_missing_or_ill_formed_deck_field_is_malformed() {
+        let record = seeded_record(5, SALT);
+        let upper = "AB".repeat(32);
+        let cases: [(&str, Option<Value>, DeckProofError); 5] = [
+            (
+                "deck_salt",
+                None,
+                DeckProofError::Missing { field: "deck_salt" },
+            ),
+            ("seed", None, DeckProofError::Missing { field: "seed" }),
+            (
+                "seed",
+                Some(json!(-1)),
+                malformed("seed", "an integer from 0 to 2^64 - 1"),
+            ),
+            ("deck_salt", Some(json!(upper)), malformed("deck_salt", HEX)),
+            (
+                "deck_commitment",
+                Some(json!("ab")),
+                malformed("deck_commitment", HEX),
+            ),
+        ];
+        for (field, value, expected) in cases {
+            let mut broken = record.clone();
+            match value {
+                Some(value) => broken.extra.insert(field.into(), value),
+                None => broken.extra.remove(field),
+            };
+            let error = deck_error(&broken);
+            assert!(error.is_malformed(), "{field}");
+            assert_eq!(error, expected, "{field}");
+        }
+    }
+
+    const HEX: &str = "a string of 64 lowercase hex digits";
+
+    fn malformed(field: &'static str, expected: &'static str) -> DeckProofError {
+        DeckProofError::Malformed { field, expected }
+    }
+
+    #[test]
+    fn a_seed_that_does_not_match_the_commitment_is_refused() {
+        let mut record = seeded_record(5, SALT);
+        record.extra.insert("seed".into(), json!(6));
+        let error = deck_error(&record);
+        assert_eq!(error, DeckProofError::CommitmentMismatch);
+        assert!(!error.is_malformed());
+    }
+
+    #[test]
+    fn a_draw_order_the_seed_does_not_shuffle_is_refused() {
+        let record = seeded_record(5, SALT);
+        let first_other = (1..record.draw_order.len())
+            .find(|&index| record.draw_order[index] != record.draw_order[0])
+            .unwrap();
+        let mut swapped = record.clone();
+        swapped.draw_order.swap(0, first_other);
+        assert_eq!(
+            deck_error(&swapped),
+            DeckProofError::DrawOrderMismatch { index: 0 }
+        );
+        let mut cut = record.clone();
+        cut.draw_order.pop();
+        let last = record.draw_order.len() - 1;
+        let error = deck_error(&cut);
+        assert_eq!(error, DeckProofError::DrawOrderMismatch { index: last });
+        assert!(!error.is_malformed());
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! is an error, and any replay that succeeds reports one entry per turn and one score
 //! per seat.
 
+use carcassonne_core::SetupError;
 use carcassonne_core::record::{GameRecord, Replay, ReplayError, replay};
+use carcassonne_core::rules::RulesError;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use std::path::Path;
@@ -424,11 +426,10 @@ fn every_corpus_record_replays_before_it_is_mutated() {
 }
 
 #[test]
-fn an_absurd_farm_value_saturates_the_score_instead_of_overflowing() {
-    // scenario-farm: seat 0's farmer supplies two completed cities, seat 1 has a knight
-    // on a one-tile open city. At the largest farm value the farm is worth 2 * u32::MAX,
-    // more than a score can hold: the score stops at u32::MAX rather than wrapping (or
-    // panicking in a debug build).
+fn an_absurd_farm_value_is_refused_before_the_first_turn() {
+    // scenario-farm replays at the default farm value; at u32::MAX, which a typo or a
+    // hostile record could carry, the setup is refused as malformed instead of the farm
+    // scoring an absurd total.
     let (_, record) = CORPUS
         .iter()
         .find(|(name, _)| name == "scenario-farm.json")
@@ -436,9 +437,10 @@ fn an_absurd_farm_value_saturates_the_score_instead_of_overflowing() {
     let mut record = record.clone();
     record["rules"]["farmer_city_points"] = json!(u32::MAX);
     let parsed: GameRecord = serde_json::from_value(record).unwrap();
-    let replayed = replay(&parsed, false).unwrap();
-    assert_eq!(replayed.final_scores, vec![u32::MAX, 1]);
-    // Both completed cities had no knight, so nobody scored during the game; the turn
-    // totals leave the end-of-game scoring out, saturated or not.
-    assert_eq!(replayed.turns.last().unwrap().scores, vec![0, 0]);
+    assert_eq!(
+        replay(&parsed, false),
+        Err(ReplayError::Setup(SetupError::Rules(
+            RulesError::FarmerCityPoints(u32::MAX)
+        )))
+    );
 }

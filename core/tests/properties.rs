@@ -29,8 +29,8 @@ fn any_rules() -> impl Strategy<Value = Rules> {
     (
         proptest::sample::subsequence(Expansion::ALL.to_vec(), 0..=4),
         any::<bool>(),
-        0u32..=5,
-        proptest::option::weighted(0.2, 0u32..100),
+        1u32..=10,
+        proptest::option::weighted(0.2, 1u32..=71),
     )
         .prop_map(
             |(expansions, farmers, farmer_city_points, tile_limit)| Rules {

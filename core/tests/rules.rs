@@ -10,7 +10,8 @@
 
 use carcassonne_core::{
     Event, Expansion, FeatureScore, FigureKind, Game, Move, Phase, PlacedFigure, PlayError, Pos,
-    Rotation, Rules, SegmentKind, Setup, Side, Spot, Stack, Supply, TileId, TileSet,
+    Rotation, Rules, SegmentKind, Setup, SetupError, Side, Spot, Stack, Supply, TileId, TileSet,
+    rules::RulesError,
 };
 use std::collections::{BTreeSet, HashSet};
 
@@ -584,11 +585,109 @@ fn the_game_ends_after_tile_limit_tiles() {
     assert_eq!(game.phase(), Phase::Over);
     assert_eq!(game.tiles_placed(), 2);
     assert_eq!(game.tiles_left(), 1);
-    let no_tiles = Rules {
-        tile_limit: Some(0),
-        ..Rules::default()
+}
+
+#[test]
+fn a_tile_limit_of_zero_or_beyond_the_stack_is_refused() {
+    // Bounds: a game of no tiles is a typo, and a limit above the whole stack (71 base
+    // tiles) could never be reached. Both are refused before anything is set up.
+    for (limit, max) in [(0, 71), (72, 71)] {
+        let setup = Setup {
+            rules: Rules {
+                tile_limit: Some(limit),
+                ..Rules::default()
+            },
+            players: 2,
+            stack: Stack::Seeded(1),
+        };
+        let error = Game::new(setup).unwrap_err();
+        assert_eq!(
+            error,
+            SetupError::Rules(RulesError::TileLimit { limit, max })
+        );
+        assert_eq!(error.code(), "tile_limit_out_of_range");
+    }
+}
+
+#[test]
+fn a_farm_value_out_of_bounds_is_refused_at_setup() {
+    let setup = Setup {
+        rules: Rules {
+            farmer_city_points: 0,
+            ..Rules::default()
+        },
+        players: 2,
+        stack: Stack::Seeded(1),
     };
-    assert_eq!(game_with(no_tiles, 2, &["U"]).phase(), Phase::Over);
+    assert_eq!(
+        Game::start(setup),
+        Err(SetupError::Rules(RulesError::FarmerCityPoints(0)))
+    );
+}
+
+/// A two-seat base game that draws exactly `stack`.
+fn base_setup(stack: &[&str]) -> Setup {
+    Setup {
+        rules: Rules::default(),
+        players: 2,
+        stack: Stack::Fixed(stack.iter().map(|name| tile(name)).collect()),
+    }
+}
+
+/// Starts a two-seat base game on a fixed stack and returns its opening events.
+fn start_base_game(stack: &[&str]) -> (Game, Vec<Event>) {
+    Game::start(base_setup(stack)).unwrap()
+}
+
+#[test]
+fn the_opening_draw_reports_the_tile_drawn() {
+    let (game, events) = start_base_game(&["U", "V"]);
+    assert_eq!(
+        events,
+        [Event::TileDrawn {
+            player: 0,
+            tile: tile("U")
+        }]
+    );
+    // `Game::new` is the same start without the events.
+    assert_eq!(game, Game::new(base_setup(&["U", "V"])).unwrap());
+}
+
+#[test]
+fn a_game_with_an_empty_stack_reports_game_over_at_its_start() {
+    // Rule: the game ends when the stack is empty; here it is empty before the first
+    // turn, and the start reports the end rather than dropping it.
+    let (game, events) = start_base_game(&[]);
+    assert_eq!(game.phase(), Phase::Over);
+    assert_eq!(
+        events,
+        [Event::GameOver {
+            final_scores: vec![0, 0],
+            winners: vec![0, 1],
+        }]
+    );
+}
+
+#[test]
+fn a_game_whose_only_tile_fits_nowhere_reports_the_discard_then_game_over() {
+    // Without the River expansion a river tile has no open river to continue, so it
+    // fits nowhere: it is discarded at the first draw and the stack is then empty.
+    let (game, events) = start_base_game(&["R03"]);
+    assert_eq!(game.phase(), Phase::Over);
+    assert_eq!(game.discarded(), &[tile("R03")]);
+    assert_eq!(
+        events,
+        [
+            Event::TileDiscarded {
+                player: 0,
+                tile: tile("R03")
+            },
+            Event::GameOver {
+                final_scores: vec![0, 0],
+                winners: vec![0, 1],
+            }
+        ]
+    );
 }
 
 #[test]

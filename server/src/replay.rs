@@ -1,6 +1,11 @@
 //! The `replay` subcommand: plays a game record through the engine and prints what
 //! happened, exactly as `notation.md` specifies (exit 0, 1 for an illegal turn, 2 for a
 //! malformed record).
+//!
+//! A record with a deck proof (`seed`, `deck_salt`, `deck_commitment`) is checked too:
+//! the report then says `"deck_verified": true`; missing or ill-formed proof fields are a
+//! malformed record (exit 2), and a proof that does not match is a failed replay (exit
+//! 1) whose error has no `turn`, since no turn is at fault.
 
 use carcassonne_core::record::{GameRecord, ReplayError, replay};
 use serde_json::json;
@@ -47,6 +52,14 @@ pub fn replay_text(text: &str, legal: bool) -> ReplayOutput {
             exit_code: 0,
         },
         Err(ReplayError::Setup(error)) => malformed(format!("malformed game record: {error}")),
+        Err(ReplayError::Deck(error)) if error.is_malformed() => {
+            malformed(format!("malformed game record: {error}"))
+        }
+        Err(ReplayError::Deck(error)) => ReplayOutput {
+            stdout: json!({ "ok": false, "error": { "message": error.to_string() } }).to_string(),
+            message: Some(format!("deck not verified: {error}")),
+            exit_code: 1,
+        },
         Err(ReplayError::IllegalTurn { turn, message }) => ReplayOutput {
             stdout: json!({ "ok": false, "error": { "turn": turn, "message": message } })
                 .to_string(),
@@ -110,6 +123,26 @@ mod tests {
             (r#"{"players":2,"draw_order":["ZZ"],"turns":[]}"#, "ZZ"),
             (r#"{"players":9,"draw_order":[],"turns":[]}"#, "players"),
             (r#"{"players":2,"turns":[]}"#, "draw_order"),
+            (
+                r#"{"rules":{"farmer":false},"players":2,"draw_order":[],"turns":[]}"#,
+                "unknown field `farmer`",
+            ),
+            (
+                r#"{"rules":{"expansions":["river","river"]},"players":2,"draw_order":[],"turns":[]}"#,
+                r#"expansion \"river\" is listed more than once"#,
+            ),
+            (
+                r#"{"rules":{"tile_limit":0},"players":2,"draw_order":[],"turns":[]}"#,
+                "tile_limit must be null or 1 to 71",
+            ),
+            (
+                r#"{"rules":{"farmer_city_points":0},"players":2,"draw_order":[],"turns":[]}"#,
+                "farmer_city_points must be 1 to 10",
+            ),
+            (
+                r#"{"players":2,"draw_order":[],"turns":[],"deck_commitment":"00"}"#,
+                "deck_commitment must be a string of 64 lowercase hex digits",
+            ),
         ] {
             let output = replay_text(text, false);
             assert_eq!(output.exit_code, 2, "{text}");

@@ -1,7 +1,9 @@
 //! The `replay` subcommand as a user runs it: the real binary, files and standard input,
 //! output and exit status exactly as `notation.md` specifies.
 
-use serde_json::Value;
+use carcassonne_core::record::{Action, DeckProof, GameRecord, TurnRecord};
+use carcassonne_core::{Game, Move, Rules, Setup, Stack, deck::shuffled_stack};
+use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -40,6 +42,8 @@ fn a_corpus_game_prints_the_expected_report_and_exits_zero() {
         let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let expected = &file["expected"];
         assert_eq!(printed["ok"], true);
+        // Corpus records carry no deck proof, so the report says nothing about one.
+        assert!(printed.get("deck_verified").is_none(), "{name}");
         assert_eq!(printed["final_scores"], expected["final_scores"], "{name}");
         assert_eq!(printed["discarded"], expected["discarded"], "{name}");
         let turns = printed["turns"].as_array().unwrap();
@@ -101,4 +105,100 @@ fn a_malformed_record_exits_two() {
             .unwrap()
             .contains("/no/such/file.json")
     );
+}
+
+#[test]
+fn a_rules_typo_exits_two_naming_the_key() {
+    let text = std::fs::read_to_string(corpus("scenario-farm.json")).unwrap();
+    let mut record: Value = serde_json::from_str(&text).unwrap();
+    record["rules"]["farmer"] = json!(false);
+    let (output, printed) = replay(&["-"], Some(&record.to_string()));
+    assert_eq!(output.status.code(), Some(2));
+    let message = printed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("unknown field `farmer`"), "{message}");
+}
+
+/// A short seeded game as a server writes it: the whole shuffled stack as the draw
+/// order, the first legal placement and a pass each turn until the tile limit, and
+/// the deck proof of `seed` with a fixed salt.
+fn seeded_record(seed: u64) -> Value {
+    let rules = Rules {
+        tile_limit: Some(3),
+        ..Rules::default()
+    };
+    let setup = Setup {
+        rules: rules.clone(),
+        players: 2,
+        stack: Stack::Seeded(seed),
+    };
+    let mut game = Game::new(setup).unwrap();
+    let mut turns = Vec::new();
+    while let Some(tile) = game.current_tile() {
+        let placement = game.legal_moves()[0];
+        game.play(placement).unwrap();
+        game.play(Move::Pass).unwrap();
+        let Move::PlaceTile { pos, rotation } = placement else {
+            panic!("the first step of a turn is a placement")
+        };
+        let (x, y, action) = (pos.x, pos.y, Action::Pass);
+        turns.push(TurnRecord {
+            tile,
+            x,
+            y,
+            rotation,
+            action,
+        });
+    }
+    let mut extra = serde_json::Map::new();
+    DeckProof::new(seed, [0x5a; 32]).write_to(&mut extra);
+    let record = GameRecord {
+        draw_order: shuffled_stack(&rules, seed),
+        rules,
+        players: 2,
+        turns,
+        extra,
+    };
+    serde_json::to_value(record).unwrap()
+}
+
+#[test]
+fn a_record_whose_deck_proof_holds_reports_deck_verified() {
+    let record = seeded_record(2026);
+    assert_eq!(record["deck_salt"], "5a".repeat(32));
+    let (output, printed) = replay(&["-"], Some(&record.to_string()));
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    assert_eq!(printed["ok"], true);
+    assert_eq!(printed["deck_verified"], true);
+    assert_eq!(printed["turns"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_deck_proof_that_does_not_hold_exits_one_without_a_turn() {
+    let mut wrong_seed = seeded_record(2026);
+    wrong_seed["seed"] = json!(2027);
+    let mut wrong_order = seeded_record(2026);
+    let order = wrong_order["draw_order"].as_array_mut().unwrap();
+    let last = order.len() - 1;
+    order.swap(0, last);
+    for (record, needle) in [
+        (wrong_seed, "do not hash to the deck_commitment"),
+        (wrong_order, "differ first at index 0"),
+    ] {
+        let (output, printed) = replay(&["-"], Some(&record.to_string()));
+        assert_eq!(output.status.code(), Some(1), "{printed}");
+        assert_eq!(printed["ok"], false);
+        assert!(printed["error"].get("turn").is_none(), "{printed}");
+        let message = printed["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{message}");
+    }
+}
+
+#[test]
+fn a_deck_commitment_without_its_salt_exits_two() {
+    let mut record = seeded_record(2026);
+    record.as_object_mut().unwrap().remove("deck_salt");
+    let (output, printed) = replay(&["-"], Some(&record.to_string()));
+    assert_eq!(output.status.code(), Some(2));
+    let message = printed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("no deck_salt"), "{message}");
 }

@@ -1,0 +1,11 @@
+//! Arbitrary text as a WebSocket frame from a client: parsing it gives a message or a
+//! typed error reply, never a panic.
+
+#![no_main]
+
+use carcassonne_server::protocol::parse_client_message;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|text: &str| {
+    let _ = parse_client_message(text);
+});
