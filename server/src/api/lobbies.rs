@@ -29,8 +29,6 @@ const MAX_LOBBY_NAME_CHARS: usize = 64;
 const MAX_PAGE_SIZE: u32 = 100;
 /// Deeper pages of open lobbies are never useful and cost a long scan.
 const MAX_PAGE: u32 = 10_000;
-/// House rules use 3 or 4; anything near this is a typo, not a variant.
-const MAX_FARMER_CITY_POINTS: u32 = 100;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateLobby {
@@ -141,11 +139,9 @@ fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
             "a lobby with these rules has 2 to {max} seats"
         )));
     }
-    if body.rules.farmer_city_points > MAX_FARMER_CITY_POINTS {
-        return Err(AppError::BadRequest(format!(
-            "farmer_city_points is at most {MAX_FARMER_CITY_POINTS}"
-        )));
-    }
+    body.rules
+        .validate()
+        .map_err(|error| AppError::BadRequest(format!("rules: {error}")))?;
     Ok(name)
 }
 

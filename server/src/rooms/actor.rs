@@ -55,6 +55,8 @@ enum Change {
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
         game: Box<Game>,
+        /// The events of the first draw: the first tile, or a game over at once.
+        opening: Vec<Event>,
         previous_seats: Vec<u8>,
         randomized: bool,
     },
@@ -362,7 +364,7 @@ impl Room {
             Some(rand::random()),
             Some(now_millis()),
         );
-        let game = Room::game_for(&lobby, seats.len()).map_err(|error| {
+        let (game, opening) = Room::game_for(&lobby, seats.len()).map_err(|error| {
             tracing::error!(%error, "cannot set up a game");
             AppError::Internal
         })?;
@@ -370,6 +372,7 @@ impl Room {
             lobby,
             seats,
             game: Box::new(game),
+            opening,
             previous_seats,
             randomized: randomize_seats,
         })
@@ -377,17 +380,18 @@ impl Room {
     }
 
     fn new_game(&self) -> Result<Game, String> {
-        Room::game_for(&self.lobby, self.seats.len())
+        Room::game_for(&self.lobby, self.seats.len()).map(|(game, _)| game)
     }
 
-    fn game_for(lobby: &LobbyRow, players: usize) -> Result<Game, String> {
+    /// The game a started lobby plays, with the events of its opening draw.
+    fn game_for(lobby: &LobbyRow, players: usize) -> Result<(Game, Vec<Event>), String> {
         let seed = lobby.seed.ok_or("a started game without a seed")?;
         let setup = Setup {
             rules: lobby.rules.clone(),
             players: players as u8,
             stack: Stack::Seeded(seed),
         };
-        Game::new(setup).map_err(|error| error.to_string())
+        Game::start(setup).map_err(|error| error.to_string())
     }
 
     fn connect(
@@ -696,9 +700,13 @@ impl Room {
                 lobby,
                 seats,
                 game,
+                opening,
                 previous_seats,
                 randomized,
-            } => self.apply_start(lobby, seats, *game, previous_seats, randomized),
+            } => {
+                let started = json!({ "type": "game_started", "previous_seats": previous_seats });
+                self.apply_start(lobby, seats, *game, started, opening, randomized)
+            }
             Change::Moved { game, row, events } => self.apply_move(*game, row, events),
         }
     }
@@ -708,7 +716,8 @@ impl Room {
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
         game: Game,
-        previous_seats: Vec<u8>,
+        started: Value,
+        opening: Vec<Event>,
         randomized: bool,
     ) {
         // Only a shuffle renumbers seats; without one every player keeps theirs.
@@ -721,8 +730,10 @@ impl Room {
         });
         (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
         tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
-        let event = json!({ "type": "game_started", "previous_seats": previous_seats });
-        self.publish(vec![event], reseated);
+        let opening = opening
+            .iter()
+            .map(|event| serde_json::to_value(event).expect("events serialize"));
+        self.publish(std::iter::once(started).chain(opening).collect(), reseated);
     }
 
     fn apply_move(&mut self, game: Game, row: MoveRow, events: Vec<Event>) {
