@@ -124,7 +124,9 @@ mod tests {
             assert!(is_transient_postgres(sqlstate), "{sqlstate}");
         }
         // 55006 (object in use) shares class 55 but is a real conflict, not an outage.
-        for sqlstate in ["23505", "42P01", "22P02", "3D000", "55006", "57000", "25001"] {
+        for sqlstate in [
+            "23505", "42P01", "22P02", "3D000", "55006", "57000", "25001",
+        ] {
             assert!(!is_transient_postgres(sqlstate), "{sqlstate}");
         }
         for sqlstate in ["28P01", "28000", "3D000"] {

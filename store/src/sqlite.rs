@@ -3,9 +3,7 @@
 use std::str::FromStr;
 
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteRow, SqliteSynchronous};
 
 use crate::{Backend, StoreError, StoreOptions, schema};
 
@@ -49,9 +47,7 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
         .busy_timeout(options.busy_timeout)
         .foreign_keys(true)
         .optimize_on_close(true, 400);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
+    let pool = queries::pool_options(options)
         .connect_with(connect_options)
         .await?;
     schema::migrator(Backend::Sqlite).run(&pool).await?;

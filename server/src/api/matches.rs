@@ -138,6 +138,7 @@ fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
         to: parse_time("to", query.to.as_deref())?,
         expansions: parse_expansions(query.expansions.as_deref().unwrap_or_default())?,
         players: query.players,
+        include_private: false,
     })
 }
 

@@ -273,6 +273,9 @@ async fn accept_forever(
     }
 }
 
+/// The deck commitment's salt the tests' games start with: 64 hex characters.
+pub const DECK_SALT: &str = "5a17000000000000000000000000000000000000000000000000000000005a17";
+
 /// A fixed point in time for the tests' rows: 2025-01-01T00:00:00Z.
 pub const EPOCH: Millis = 1_735_689_600_000;
 
@@ -291,11 +294,12 @@ pub fn open_lobby(name: &str, created_at: Millis) -> LobbyRow {
         id: Uuid::new_v4(),
         name: name.to_owned(),
         public: true,
-        invite_code: None,
+        invite_hash: None,
         seat_count: 4,
         rules: Rules::default(),
         status: LobbyStatus::Open,
         seed: None,
+        deck_salt: None,
         seq: 1,
         created_at,
         started_at: None,
@@ -352,7 +356,7 @@ pub async fn playing_game(store: &Store, seats: &[SeatRow]) -> LobbyRow {
     }
     seq += 1;
     store
-        .start_game(lobby.id, seats, 42, EPOCH + 1_000, seq)
+        .start_game(lobby.id, seats, 42, DECK_SALT, EPOCH + 1_000, seq)
         .await
         .unwrap();
     store.lobby(lobby.id).await.unwrap().unwrap().0

@@ -3,7 +3,7 @@
 use carcassonne_store::{LobbyStatus, Store, StoreError};
 use uuid::Uuid;
 
-use crate::common::{Context, EPOCH, open_lobby, player, seat};
+use crate::common::{Context, DECK_SALT, EPOCH, open_lobby, player, seat};
 
 /// The `seq` a lobby has in the store.
 async fn seq_of(store: &Store, lobby: Uuid) -> u64 {
@@ -16,7 +16,7 @@ backend_tests! {
         context.store.create_player(&ada).await.unwrap();
         let mut lobby = open_lobby("Saturday", EPOCH);
         lobby.public = false;
-        lobby.invite_code = Some("XK3F".to_owned());
+        lobby.invite_hash = Some(carcassonne_store::sha256_hex("XK3F"));
         lobby.rules.farmers = false;
         lobby.rules.expansions = vec![carcassonne_core::Expansion::Festival];
         let creator = seat(0, "Ada", Some(ada.id));
@@ -98,7 +98,7 @@ backend_tests! {
             seat.seat = number as u8;
         }
         let seed = u64::MAX - 7;
-        context.store.start_game(lobby.id, &shuffled, seed, EPOCH + 60_000, 4).await.unwrap();
+        context.store.start_game(lobby.id, &shuffled, seed, DECK_SALT, EPOCH + 60_000, 4).await.unwrap();
 
         let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
         assert_eq!(read.status, LobbyStatus::Playing);
@@ -112,7 +112,7 @@ backend_tests! {
         assert!(matches!(late, Err(StoreError::Conflict(_))), "{late:?}");
         let cancel = context.store.cancel_lobby(lobby.id, 5).await;
         assert!(matches!(cancel, Err(StoreError::Conflict(_))), "{cancel:?}");
-        let again = context.store.start_game(lobby.id, &shuffled, 1, EPOCH, 5).await;
+        let again = context.store.start_game(lobby.id, &shuffled, 1, DECK_SALT, EPOCH, 5).await;
         assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
         assert_eq!(seq_of(&context.store, lobby.id).await, 4);
     }
@@ -148,7 +148,7 @@ backend_tests! {
         context.store.create_lobby(&private, &seat(0, "Ada", None)).await.unwrap();
         let started = open_lobby("started", EPOCH + 3_600_000);
         context.store.create_lobby(&started, &seat(0, "Ada", None)).await.unwrap();
-        context.store.start_game(started.id, &[seat(0, "Ada", None)], 1, EPOCH, 2).await.unwrap();
+        context.store.start_game(started.id, &[seat(0, "Ada", None)], 1, DECK_SALT, EPOCH, 2).await.unwrap();
 
         let all = context.store.open_public_lobbies(0, 100).await.unwrap();
         let ids: Vec<Uuid> = all.iter().map(|(lobby, _)| lobby.id).collect();
