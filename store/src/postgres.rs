@@ -18,6 +18,11 @@ pub(crate) const BEGIN_WRITE: &str = "BEGIN";
 /// Reads that take several statements (a page and its seats) see one snapshot.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
+/// True on a connection outside any transaction block. A simple query outside a block is
+/// a transaction of its own, which starts with the statement; inside a block left open,
+/// the transaction started earlier.
+pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT now() = statement_timestamp()";
+
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN";
 

@@ -18,6 +18,11 @@ pub(crate) const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// In WAL mode a deferred transaction reads from one snapshot from its first read on.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN";
 
+/// SQLite's driver runs every command, `BEGIN` included, to the end on its worker thread
+/// and counts transactions there, so an abandoned call never leaves a transaction it does
+/// not know of, and a rollback it queued has run by the time the check's query does.
+pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
+
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
 

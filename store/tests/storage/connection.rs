@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use carcassonne_store::{Backend, Store, StoreError};
+use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
     Context, Proxy, impatient_options, player, postgres_address, url_with_database,
@@ -60,6 +60,18 @@ backend_tests! {
         assert!(matches!(error, StoreError::Config(_)), "{error:?}");
         let unknown = Store::connect("mysql://root@127.0.0.1/carcassonne").await.unwrap_err();
         assert!(matches!(unknown, StoreError::Config(_)), "{unknown:?}");
+    }
+
+    async fn pool_status_reports_the_pool(context: Context) {
+        let options = StoreOptions { max_connections: 3, ..StoreOptions::new(&context.url) };
+        let store = Store::connect_with(&options).await.unwrap();
+        store.ping().await.unwrap();
+        let status = store.pool_status();
+        assert_eq!(status.max, 3);
+        assert!(status.size >= 1 && status.size <= 3, "{status:?}");
+        assert!(status.idle <= status.size, "{status:?}");
+        store.close().await;
+        assert_eq!(store.pool_status().size, 0);
     }
 
     async fn the_store_recovers_when_the_database_returns(context: Context) {
