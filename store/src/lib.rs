@@ -22,6 +22,10 @@
 //!   application.
 //! * A player identity holds at most one seat of a lobby and of a match.
 //! * Every call that writes more than one row does so in one transaction.
+//! * Every call ends within [`StoreOptions::operation_timeout`], with
+//!   [`StoreError::Unavailable`] if the database has not answered by then. A write that
+//!   fails so, or by a lost connection, may still have been committed: the caller learns
+//!   the truth from [`Store::move_at`] and [`Store::lobby`].
 //!
 //! # Backends
 //!
