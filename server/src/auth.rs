@@ -43,6 +43,11 @@ impl fmt::Debug for Token {
     }
 }
 
+/// What is stored of an invite code: like tokens, only its SHA-256.
+pub fn invite_code_hash(code: &str) -> String {
+    Token::from_client(code).hash()
+}
+
 /// A short random invite code for a private lobby (64 bits).
 pub fn invite_code() -> String {
     random_text(8)
@@ -57,15 +62,17 @@ fn random_text(bytes: usize) -> String {
 /// The header that carries a private lobby's invite code on REST reads.
 pub const INVITE_CODE_HEADER: &str = "x-invite-code";
 
-/// Whether the request may see a private lobby or match: it carries the invite code
-/// (`X-Invite-Code`) or the seat token of one of its seats (`Authorization: Bearer`).
+/// Whether the request may see a private lobby or match: it carries the invite code whose
+/// hash is `invite_hash` (`X-Invite-Code`) or the seat token of one of its seats
+/// (`Authorization: Bearer`).
 pub fn may_see_private(
-    invite_code: Option<&str>,
+    invite_hash: Option<&str>,
     seat_token_hashes: &[&str],
     headers: &HeaderMap,
 ) -> bool {
     let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
-    let code_fits = matches!((invite_code, header(INVITE_CODE_HEADER)), (Some(expected), Some(given)) if expected == given.trim());
+    let given = header(INVITE_CODE_HEADER).map(|code| invite_code_hash(code.trim()));
+    let code_fits = invite_hash.is_some() && given.as_deref() == invite_hash;
     let holds_seat =
         bearer_token(headers).is_ok_and(|token| seat_token_hashes.contains(&token.hash().as_str()));
     code_fits || holds_seat

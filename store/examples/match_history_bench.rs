@@ -434,6 +434,7 @@ fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
                     to: Some(middle + 91 * DAY),
                     expansions: vec![Expansion::River],
                     players: Some(3),
+                    include_private: false,
                 },
                 None,
             ),

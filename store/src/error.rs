@@ -80,15 +80,22 @@ fn sqlite_code(error: &dyn DatabaseError) -> Option<i32> {
     error.code()?.parse().ok()
 }
 
+/// SQLSTATEs outside the transient classes that still mean "the database cannot serve
+/// this now, try again": 55000 (object not in prerequisite state: a server that is
+/// starting, or a hot standby refusing sessions), 57014 (query canceled: what
+/// `statement_timeout` raises), 25006 (read-only transaction: a failover left us on a
+/// replica) and 25P03 (idle-in-transaction timeout: the session was ended under us).
+const TRANSIENT_POSTGRES_STATES: [&str; 6] = ["40001", "40P01", "55000", "57014", "25006", "25P03"];
+
 /// Whether Postgres refused for a reason that passes: class 08 (connection exception),
-/// 53 (insufficient resources), 57P01-57P03 (shutdown, cannot connect now), 40001 and
-/// 40P01 (serialization failure, deadlock: retry the transaction).
+/// 53 (insufficient resources), 57P01-57P05 (shutdown, cannot connect now, idle session
+/// timeout), 40001 and 40P01 (serialization failure, deadlock: retry the transaction),
+/// and the states of [`TRANSIENT_POSTGRES_STATES`].
 fn is_transient_postgres(sqlstate: &str) -> bool {
     sqlstate.starts_with("08")
         || sqlstate.starts_with("53")
         || sqlstate.starts_with("57P")
-        || sqlstate == "40001"
-        || sqlstate == "40P01"
+        || TRANSIENT_POSTGRES_STATES.contains(&sqlstate)
 }
 
 /// Whether the URL is wrong: class 28 (bad user or password) or 3D000 (no such database).
@@ -111,11 +118,15 @@ mod tests {
     #[test]
     fn transient_postgres_states() {
         for sqlstate in [
-            "08006", "08001", "57P01", "57P03", "53300", "40001", "40P01",
+            "08006", "08001", "57P01", "57P03", "53300", "40001", "40P01", "55000", "57014",
+            "25006", "25P03",
         ] {
             assert!(is_transient_postgres(sqlstate), "{sqlstate}");
         }
-        for sqlstate in ["23505", "42P01", "22P02", "3D000"] {
+        // 55006 (object in use) shares class 55 but is a real conflict, not an outage.
+        for sqlstate in [
+            "23505", "42P01", "22P02", "3D000", "55006", "57000", "25001",
+        ] {
             assert!(!is_transient_postgres(sqlstate), "{sqlstate}");
         }
         for sqlstate in ["28P01", "28000", "3D000"] {

@@ -22,6 +22,10 @@
 //!   application.
 //! * A player identity holds at most one seat of a lobby and of a match.
 //! * Every call that writes more than one row does so in one transaction.
+//! * Every call ends within [`StoreOptions::operation_timeout`], with
+//!   [`StoreError::Unavailable`] if the database has not answered by then. A write that
+//!   fails so, or by a lost connection, may still have been committed: the caller learns
+//!   the truth from [`Store::move_at`] and [`Store::lobby`].
 //!
 //! # Backends
 //!
@@ -44,6 +48,25 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use options::StoreOptions;
+
+use std::time::Duration;
+
+/// The lowercase hex SHA-256 of `text`'s UTF-8 bytes: how invite codes (and the
+/// server's tokens) are stored. The store uses it to hash invite codes that older
+/// versions stored in clear.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// What [`Store::start_game`] writes, gathered for the backends.
+pub(crate) struct GameStart<'a> {
+    pub seats: &'a [SeatRow],
+    pub seed: u64,
+    pub deck_salt: &'a str,
+    pub started_at: Millis,
+    pub seq: u64,
+}
 
 /// Milliseconds since the Unix epoch, UTC.
 pub type Millis = i64;
@@ -99,13 +122,16 @@ pub struct LobbyRow {
     pub id: Uuid,
     pub name: String,
     pub public: bool,
-    /// Needed to join a private lobby; `None` for public ones.
-    pub invite_code: Option<String>,
+    /// The SHA-256 (lowercase hex, see [`sha256_hex`]) of the invite code needed to join
+    /// a private lobby; `None` for public ones. The code itself is never stored.
+    pub invite_hash: Option<String>,
     pub seat_count: u8,
     pub rules: Rules,
     pub status: LobbyStatus,
     /// Set when the game starts: the stack is `deck::shuffled_stack(rules, seed)`.
     pub seed: Option<u64>,
+    /// Set when the game starts: the salt of the deck commitment, 64 hex characters.
+    pub deck_salt: Option<String>,
     /// The last update number written for this lobby or game.
     pub seq: u64,
     pub created_at: Millis,
@@ -185,6 +211,8 @@ pub struct MatchSummary {
     pub finished_at: Millis,
     pub tiles_placed: u32,
     pub seats: Vec<MatchSeat>,
+    /// Whether the lobby was public; a private match is listed only on request.
+    pub public: bool,
 }
 
 /// One match with its scoring breakdown.
@@ -207,6 +235,9 @@ pub struct MatchFilter {
     pub expansions: Vec<Expansion>,
     /// Matches with exactly this many seats.
     pub players: Option<u8>,
+    /// List private matches too (for a player's own history); public ones only when
+    /// `false`.
+    pub include_private: bool,
 }
 
 /// Where a page of matches ends: lists run newest first by `(finished_at, id)`.
@@ -235,6 +266,19 @@ pub struct PlayerStats {
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: BackendStore,
+    /// The bound on every call: [`StoreOptions::operation_timeout`].
+    operation_timeout: Duration,
+}
+
+/// How full the connection pool is, for metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Connections open now, in use or idle.
+    pub size: u32,
+    /// Open connections waiting in the pool for a caller.
+    pub idle: u32,
+    /// The most connections the pool opens ([`StoreOptions::max_connections`]).
+    pub max: u32,
 }
 
 /// The same queries, compiled once per database driver.
@@ -246,11 +290,13 @@ enum BackendStore {
 
 /// Runs the same call on whichever backend the store talks to: `$db` is bound to the
 /// backend's `SqlStore`, whose methods have the same names and types for both.
+/// The call is bounded by the store's operation timeout and named `$operation` in the
+/// error when it runs out.
 macro_rules! on_backend {
-    ($store:expr, $db:ident => $call:expr) => {
+    ($store:expr, $operation:literal, $db:ident => $call:expr) => {
         match &$store.backend {
-            BackendStore::Postgres($db) => $call,
-            BackendStore::Sqlite($db) => $call,
+            BackendStore::Postgres($db) => $store.bounded($operation, $call).await,
+            BackendStore::Sqlite($db) => $store.bounded($operation, $call).await,
         }
     };
 }
@@ -263,12 +309,47 @@ impl Store {
     }
 
     /// [`Store::connect`] with explicit pool settings.
+    ///
+    /// Opening a connection is bounded by the acquire timeout; the migrations themselves
+    /// are not bounded, because one cut short would only be rolled back and started over
+    /// at the next start-up.
     pub async fn connect_with(options: &StoreOptions) -> Result<Store, StoreError> {
         let backend = match options.backend()? {
             Backend::Postgres => BackendStore::Postgres(postgres::connect(options).await?),
             Backend::Sqlite => BackendStore::Sqlite(sqlite::connect(options).await?),
         };
-        Ok(Store { backend })
+        let store = Store {
+            backend,
+            operation_timeout: options.operation_timeout,
+        };
+        on_backend!(store, "hash_clear_invite_codes", db => db.hash_clear_invite_codes())?;
+        Ok(store)
+    }
+
+    /// Runs one call of the store, failing with [`StoreError::Unavailable`] when it takes
+    /// longer than the operation timeout. The call's future is then dropped where it
+    /// stands: an open transaction is rolled back and its connection handed back to the
+    /// pool, which closes it if it does not answer promptly (see `queries::pool_options`).
+    async fn bounded<T>(
+        &self,
+        operation: &'static str,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.operation_timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(StoreError::Unavailable(format!(
+                "timed out: {operation} took longer than {:?}",
+                self.operation_timeout
+            ))),
+        }
+    }
+
+    /// How many connections are open and idle, and the most there may be.
+    pub fn pool_status(&self) -> PoolStatus {
+        match &self.backend {
+            BackendStore::Postgres(db) => db.pool_status(),
+            BackendStore::Sqlite(db) => db.pool_status(),
+        }
     }
 
     pub fn backend(&self) -> Backend {
@@ -280,21 +361,28 @@ impl Store {
 
     /// A cheap round trip, for health checks.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        on_backend!(self, db => db.ping().await)
+        on_backend!(self, "ping", db => db.ping())
     }
 
-    /// Closes every connection of the pool and waits for them to be closed. Later calls on
-    /// this store, or its clones, fail with [`StoreError::Unavailable`].
+    /// Closes every connection of the pool and waits for them to be closed, at most for
+    /// the operation timeout (a connection stuck on a silent database is abandoned).
+    /// Later calls on this store, or its clones, fail with [`StoreError::Unavailable`].
     pub async fn close(&self) {
-        on_backend!(self, db => db.close().await)
+        let closing = async {
+            match &self.backend {
+                BackendStore::Postgres(db) => db.close().await,
+                BackendStore::Sqlite(db) => db.close().await,
+            }
+        };
+        let _ = tokio::time::timeout(self.operation_timeout, closing).await;
     }
 
     pub async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
-        on_backend!(self, db => db.create_player(player).await)
+        on_backend!(self, "create_player", db => db.create_player(player))
     }
 
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
-        on_backend!(self, db => db.player(id).await)
+        on_backend!(self, "player", db => db.player(id))
     }
 
     /// Writes a new open lobby with its creator's seat.
@@ -303,11 +391,11 @@ impl Store {
         lobby: &LobbyRow,
         creator: &SeatRow,
     ) -> Result<(), StoreError> {
-        on_backend!(self, db => db.create_lobby(lobby, creator).await)
+        on_backend!(self, "create_lobby", db => db.create_lobby(lobby, creator))
     }
 
     pub async fn lobby(&self, id: Uuid) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
-        on_backend!(self, db => db.lobby(id).await)
+        on_backend!(self, "lobby", db => db.lobby(id))
     }
 
     /// Open public lobbies, newest first, `limit` of them after skipping `offset`.
@@ -316,7 +404,7 @@ impl Store {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
-        on_backend!(self, db => db.open_public_lobbies(offset, limit).await)
+        on_backend!(self, "open_public_lobbies", db => db.open_public_lobbies(offset, limit))
     }
 
     /// Adds a seat to an open lobby and sets its `seq`.
@@ -327,38 +415,47 @@ impl Store {
     /// A seat number already taken, or a player identity already seated in this lobby, is
     /// also a conflict; a `player_id` with no player row is [`StoreError::NotFound`].
     pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, db => db.add_seat(lobby, seat, seq).await)
+        on_backend!(self, "add_seat", db => db.add_seat(lobby, seat, seq))
     }
 
     /// Frees a seat of an open lobby and sets its `seq`. [`StoreError::NotFound`] when
     /// that seat is not taken.
     pub async fn remove_seat(&self, lobby: Uuid, seat: u8, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, db => db.remove_seat(lobby, seat, seq).await)
+        on_backend!(self, "remove_seat", db => db.remove_seat(lobby, seat, seq))
     }
 
     /// Starts the game: replaces the seats by `seats` (renumbered when the order was
-    /// shuffled), stores the seed, status `Playing`, and sets `seq`.
+    /// shuffled), stores the seed and the deck commitment's salt, status `Playing`, and
+    /// sets `seq`.
     pub async fn start_game(
         &self,
         lobby: Uuid,
         seats: &[SeatRow],
         seed: u64,
+        deck_salt: &str,
         started_at: Millis,
         seq: u64,
     ) -> Result<(), StoreError> {
-        on_backend!(self, db => db.start_game(lobby, seats, seed, started_at, seq).await)
+        let start = GameStart {
+            seats,
+            seed,
+            deck_salt,
+            started_at,
+            seq,
+        };
+        on_backend!(self, "start_game", db => db.start_game(lobby, &start))
     }
 
     /// Cancels an open lobby and sets its `seq`.
     pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, db => db.cancel_lobby(lobby, seq).await)
+        on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq))
     }
 
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
     /// `seq`, in one transaction. [`StoreError::Conflict`] when that `seq` or that
     /// `(seat, command_id)` is already written, or when the game is not playing.
     pub async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
-        on_backend!(self, db => db.append_move(game, mv).await)
+        on_backend!(self, "append_move", db => db.append_move(game, mv))
     }
 
     /// Writes a game's last command together with its result, in one transaction: the
@@ -370,24 +467,31 @@ impl Store {
         last: &MoveRow,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
-        on_backend!(self, db => db.finish_game(game, last, result).await)
+        on_backend!(self, "finish_game", db => db.finish_game(game, last, result))
+    }
+
+    /// The stored move of `game` with this `seq`, if there is one: after a write whose
+    /// outcome is unknown (its reply was lost), this says whether it was made.
+    pub async fn move_at(&self, game: Uuid, seq: u64) -> Result<Option<MoveRow>, StoreError> {
+        on_backend!(self, "move_at", db => db.move_at(game, seq))
     }
 
     /// Every open or playing lobby with its seats and move log, to restore at start-up.
     /// Oldest lobby first.
     pub async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
-        on_backend!(self, db => db.live_games().await)
+        on_backend!(self, "live_games", db => db.live_games())
     }
 
     /// Finished matches, newest first, after `after`, at most `limit` of them. `limit` is
-    /// raised to 1 and capped at [`MAX_MATCH_PAGE`].
+    /// raised to 1 and capped at [`MAX_MATCH_PAGE`]. Private matches are left out unless
+    /// [`MatchFilter::include_private`] is set.
     pub async fn matches(
         &self,
         filter: &MatchFilter,
         after: Option<MatchCursor>,
         limit: u32,
     ) -> Result<MatchPage, StoreError> {
-        on_backend!(self, db => db.matches(filter, after, limit).await)
+        on_backend!(self, "matches", db => db.matches(filter, after, limit))
     }
 
     /// The database's plan for the query [`Store::matches`] runs with these arguments, as
@@ -398,28 +502,29 @@ impl Store {
         after: Option<MatchCursor>,
         limit: u32,
     ) -> Result<String, StoreError> {
-        on_backend!(self, db => db.explain_matches(filter, after, limit).await)
+        on_backend!(self, "explain_matches", db => db.explain_matches(filter, after, limit))
     }
 
+    /// A match, public or private: the caller decides who may see a private one.
     pub async fn match_detail(&self, id: Uuid) -> Result<Option<MatchDetail>, StoreError> {
-        on_backend!(self, db => db.match_detail(id).await)
+        on_backend!(self, "match_detail", db => db.match_detail(id))
     }
 
-    /// The stored game record of a finished match.
+    /// The stored game record of a finished match, public or private.
     pub async fn match_record(&self, id: Uuid) -> Result<Option<serde_json::Value>, StoreError> {
-        on_backend!(self, db => db.match_record(id).await)
+        on_backend!(self, "match_record", db => db.match_record(id))
     }
 
     /// Games, wins and average score of a player identity; `None` if it does not exist.
     pub async fn player_stats(&self, id: Uuid) -> Result<Option<PlayerStats>, StoreError> {
-        on_backend!(self, db => db.player_stats(id).await)
+        on_backend!(self, "player_stats", db => db.player_stats(id))
     }
 
     /// Writes finished matches straight into the history, without lobbies or move logs,
     /// in one transaction: for importing a history kept elsewhere, and for benchmarks.
-    /// The seats' player identities must exist.
+    /// The seats' player identities must exist. Imported matches are public.
     pub async fn import_matches(&self, matches: &[FinishedMatch]) -> Result<(), StoreError> {
-        on_backend!(self, db => db.import_matches(matches).await)
+        on_backend!(self, "import_matches", db => db.import_matches(matches))
     }
 }
 

@@ -21,8 +21,8 @@ use crate::{MatchCursor, MatchFilter};
 
 /// The columns of a match summary, without its seats, as the list and detail queries read
 /// them from `matches m`.
-pub(crate) const SUMMARY_COLUMNS: &str =
-    "m.id, m.name, m.rules, m.player_count, m.started_at, m.finished_at, m.tiles_placed";
+pub(crate) const SUMMARY_COLUMNS: &str = "m.id, m.name, m.rules, m.player_count, \
+     m.started_at, m.finished_at, m.tiles_placed, m.is_public";
 
 /// A value bound to a placeholder, in the column's own type (Postgres compares strictly).
 #[derive(Clone, Debug, PartialEq)]
@@ -123,6 +123,11 @@ impl Conditions {
         if required != 0 {
             self.push(format!("m.expansions IN ({})", masks_including(required)));
         }
+        // Private matches are few, so filtering them out of the scan in index order
+        // costs little and needs no index of its own.
+        if !filter.include_private {
+            self.push("m.is_public".to_owned());
+        }
     }
 
     /// The whole query, newest first, at most `fetch` rows.
@@ -216,11 +221,21 @@ mod tests {
         assert_eq!(
             query.sql,
             format!(
-                "SELECT {SUMMARY_COLUMNS} FROM matches m \
+                "SELECT {SUMMARY_COLUMNS} FROM matches m WHERE m.is_public \
                  ORDER BY m.finished_at DESC, m.id DESC LIMIT $1"
             )
         );
         assert_eq!(query.params, vec![Param::BigInt(21)]);
+    }
+
+    #[test]
+    fn private_matches_are_listed_only_on_request() {
+        let filter = MatchFilter {
+            include_private: true,
+            ..MatchFilter::default()
+        };
+        let query = match_list_query(&filter, None, 21);
+        assert!(!query.sql.contains("WHERE"), "{}", query.sql);
     }
 
     #[test]
@@ -266,6 +281,7 @@ mod tests {
             to: Some(20),
             expansions: vec![Expansion::Abbot, Expansion::River],
             players: Some(4),
+            include_private: false,
         };
         let cursor = MatchCursor {
             finished_at: 15,

@@ -17,12 +17,25 @@ pub struct StoreOptions {
     pub acquire_timeout: Duration,
     /// SQLite only: how long a statement waits for another connection's write lock.
     pub busy_timeout: Duration,
+    /// Postgres only: the longest one statement may run, and the longest a session may
+    /// sit idle inside a transaction, on the server (`statement_timeout` and
+    /// `idle_in_transaction_session_timeout`). A statement stopped by it fails with
+    /// [`StoreError::Unavailable`], and the server releases its locks even when this
+    /// client has gone silent.
+    pub statement_timeout: Duration,
+    /// The longest any call on a [`Store`](crate::Store) may take, measured here, on the
+    /// client: beyond it the call fails with [`StoreError::Unavailable`]. This is what
+    /// bounds a call when the database stops answering altogether (a frozen host, a
+    /// network that drops packets), which no server-side timeout can.
+    pub operation_timeout: Duration,
 }
 
 impl StoreOptions {
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
     pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
     pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(8);
 
     /// The default settings for `url`.
     pub fn new(url: impl Into<String>) -> StoreOptions {
@@ -31,7 +44,16 @@ impl StoreOptions {
             max_connections: StoreOptions::DEFAULT_MAX_CONNECTIONS,
             acquire_timeout: StoreOptions::DEFAULT_ACQUIRE_TIMEOUT,
             busy_timeout: StoreOptions::DEFAULT_BUSY_TIMEOUT,
+            statement_timeout: StoreOptions::DEFAULT_STATEMENT_TIMEOUT,
+            operation_timeout: StoreOptions::DEFAULT_OPERATION_TIMEOUT,
         }
+    }
+
+    /// How long a connection handed back to the pool may take to prove it is still in
+    /// step with the server before it is closed instead: half the acquire timeout, so
+    /// that a caller waiting for that connection still has time to get a fresh one.
+    pub(crate) fn release_check_timeout(&self) -> Duration {
+        self.acquire_timeout / 2
     }
 
     /// Which database the URL names, from its scheme.

@@ -27,12 +27,24 @@ struct EmbeddedMigration {
     sqlite: &'static str,
 }
 
-const MIGRATIONS: &[EmbeddedMigration] = &[EmbeddedMigration {
-    version: 1,
-    description: "initial",
-    postgres: include_str!("../../migrations/postgres/0001_initial.sql"),
-    sqlite: include_str!("../../migrations/sqlite/0001_initial.sql"),
-}];
+const MIGRATIONS: &[EmbeddedMigration] = &[
+    EmbeddedMigration {
+        version: 1,
+        description: "initial",
+        postgres: include_str!("../../migrations/postgres/0001_initial.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0001_initial.sql"),
+    },
+    EmbeddedMigration {
+        version: 2,
+        description: "hashed invites private matches deck salt",
+        postgres: include_str!(
+            "../../migrations/postgres/0002_hashed_invites_private_matches_deck_salt.sql"
+        ),
+        sqlite: include_str!(
+            "../../migrations/sqlite/0002_hashed_invites_private_matches_deck_salt.sql"
+        ),
+    },
+];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on
 /// an up-to-date database; it fails if an applied migration's file has since changed.

@@ -3,9 +3,7 @@
 use std::str::FromStr;
 
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteRow, SqliteSynchronous};
 
 use crate::{Backend, StoreError, StoreOptions, schema};
 
@@ -19,6 +17,11 @@ pub(crate) const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
 /// In WAL mode a deferred transaction reads from one snapshot from its first read on.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN";
+
+/// SQLite's driver runs every command, `BEGIN` included, to the end on its worker thread
+/// and counts transactions there, so an abandoned call never leaves a transaction it does
+/// not know of, and a rollback it queued has run by the time the check's query does.
+pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
 
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
@@ -49,9 +52,7 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
         .busy_timeout(options.busy_timeout)
         .foreign_keys(true)
         .optimize_on_close(true, 400);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
+    let pool = queries::pool_options(options)
         .connect_with(connect_options)
         .await?;
     schema::migrator(Backend::Sqlite).run(&pool).await?;

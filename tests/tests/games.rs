@@ -60,6 +60,17 @@ async fn check_history(server: &TestServer, table: &Table, final_scores: &[u64])
     assert_eq!(status, 200);
     let record: GameRecord = serde_json::from_value(record).expect("the export is a game record");
     let replayed = replay(&record, false).expect("the exported record replays");
+    assert_eq!(
+        replayed.deck_verified,
+        Some(true),
+        "the record reveals the seed and salt of the deck it committed to"
+    );
+    let published = &table.players[0].state["deck_commitment"];
+    assert!(
+        published.is_string(),
+        "the commitment was public during play"
+    );
+    assert_eq!(&record.extra["deck_commitment"], published);
     let replayed: Vec<u64> = replayed.final_scores.iter().map(|&s| s as u64).collect();
     assert_eq!(
         replayed, final_scores,

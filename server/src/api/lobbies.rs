@@ -8,7 +8,7 @@
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, printable_text, resolve_identity};
 use crate::api::schemas::{RulesSchema, StatusName};
-use crate::auth::{Token, bearer_token, invite_code, may_see_private};
+use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
@@ -158,11 +158,13 @@ pub async fn create_lobby(
     let name = validate_new_lobby(&body)?;
     let (creator_name, player_id) = resolve_identity(&state.store, body.creator).await?;
     let now = now_millis();
+    let code = (!body.public).then(invite_code);
     let lobby = LobbyRow {
         id: Uuid::new_v4(),
         name,
         public: body.public,
-        invite_code: (!body.public).then(invite_code),
+        invite_hash: code.as_deref().map(invite_code_hash),
+        deck_salt: None,
         seat_count: body.seats,
         rules: body.rules,
         status: LobbyStatus::Open,
@@ -187,7 +189,7 @@ pub async fn create_lobby(
         .await
         .map_err(AppError::from_store)?;
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
-    let invite_code = lobby.invite_code.clone();
+    let invite_code = code;
     state.spawn_room(Room::open(
         lobby,
         vec![seat],
@@ -255,7 +257,7 @@ pub fn require_private_access(
     headers: &HeaderMap,
 ) -> Result<(), AppError> {
     let token_hashes: Vec<&str> = seats.iter().map(|seat| seat.token_hash.as_str()).collect();
-    if lobby.public || may_see_private(lobby.invite_code.as_deref(), &token_hashes, headers) {
+    if lobby.public || may_see_private(lobby.invite_hash.as_deref(), &token_hashes, headers) {
         Ok(())
     } else {
         Err(AppError::PrivateGame)

@@ -15,7 +15,7 @@
 //! client coming back with the last `seq` it saw can be sent just what it missed.
 
 use crate::api::players::name_key;
-use crate::auth::Token;
+use crate::auth::{Token, invite_code_hash};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::AppError;
 use crate::metrics::Metrics;
@@ -24,7 +24,7 @@ use crate::rooms::view::{legal_moves, public_state};
 use crate::rooms::{Connected, JoinedSeat, Outgoing, RoomRequest};
 use axum::extract::ws::Utf8Bytes;
 use carcassonne_core::deck::shuffled_stack;
-use carcassonne_core::record::{Action, GameRecord, TurnRecord};
+use carcassonne_core::record::{Action, DeckProof, GameRecord, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, Phase, Setup, Stack};
 use carcassonne_store::{
     FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MoveRow, SeatRow, Store, StoreError,
@@ -319,9 +319,9 @@ impl Room {
 
     /// Whether `code` opens this lobby: any code for a public one, the right one else.
     fn invite_code_fits(&self, code: Option<&str>) -> bool {
-        match &self.lobby.invite_code {
+        match &self.lobby.invite_hash {
             None => true,
-            Some(expected) => code == Some(expected.as_str()),
+            Some(expected) => code.map(invite_code_hash).as_ref() == Some(expected),
         }
     }
 
@@ -359,6 +359,8 @@ impl Room {
             seat.seat = number as u8;
         }
         let mut lobby = self.lobby.clone();
+        // The salt keeps the published commitment from giving the 64-bit seed away.
+        lobby.deck_salt = Some(hex::encode(rand::random::<[u8; 32]>()));
         (lobby.status, lobby.seed, lobby.started_at) = (
             LobbyStatus::Playing,
             Some(rand::random()),
@@ -663,9 +665,10 @@ impl Room {
             Change::Cancelled => self.store.cancel_lobby(id, seq).await,
             Change::Started { lobby, seats, .. } => {
                 let (seed, started_at) = (lobby.seed.unwrap_or_default(), lobby.started_at);
+                let salt = lobby.deck_salt.as_deref().unwrap_or_default();
                 let started_at = started_at.unwrap_or_default();
                 self.store
-                    .start_game(id, seats, seed, started_at, seq)
+                    .start_game(id, seats, seed, salt, started_at, seq)
                     .await
             }
             Change::Moved { game, row, events } if game.phase() == Phase::Over => {
@@ -808,6 +811,10 @@ impl Room {
         extra.insert("id".into(), json!(self.lobby.id));
         extra.insert("name".into(), json!(self.lobby.name));
         extra.insert("seed".into(), json!(seed));
+        // The reveal: the seed and the salt of the commitment published at the start.
+        if let Some(proof) = deck_proof(&self.lobby) {
+            proof.write_to(&mut extra);
+        }
         extra.insert(
             "seats".into(),
             json!(
@@ -873,6 +880,16 @@ impl Room {
         // Nobody listening is fine: the update is also kept in `recent`.
         let _ = self.updates.send(outgoing);
     }
+}
+
+/// The seed and salt of a started game, with their commitment; `None` for games started
+/// before decks were committed to.
+pub fn deck_proof(lobby: &LobbyRow) -> Option<DeckProof> {
+    let salt: [u8; 32] = hex::decode(lobby.deck_salt.as_deref()?)
+        .ok()?
+        .try_into()
+        .ok()?;
+    Some(DeckProof::new(lobby.seed?, salt))
 }
 
 fn turn_record(pair: &[Move], tile: carcassonne_core::TileId) -> Option<TurnRecord> {

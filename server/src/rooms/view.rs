@@ -5,6 +5,7 @@
 //! It never contains the order of the stack, seat tokens or invite codes.
 
 use crate::api::schemas::{FigureName, PhaseName, RulesSchema, StatusName, SupplySchema};
+use crate::rooms::actor::deck_proof;
 use crate::rooms::wire::WireMove;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
@@ -24,6 +25,10 @@ pub struct PublicState {
     /// Seats offered by the lobby; a started game has one seat per player.
     pub seat_count: u8,
     pub seats: Vec<SeatView>,
+    /// From the start of the game: the SHA-256 commitment (hex) to the deck's seed and
+    /// salt, revealed in the match record at the end (`replay` verifies it), so that the
+    /// draw order was fixed before the first tile and could not be steered.
+    pub deck_commitment: Option<String>,
     /// Present once the game has started.
     pub game: Option<GameView>,
 }
@@ -117,6 +122,7 @@ pub fn public_state(lobby: &LobbyRow, seats: &[SeatRow], game: Option<&Game>) ->
         rules: lobby.rules.clone(),
         seat_count: lobby.seat_count,
         seats: seat_views(seats),
+        deck_commitment: deck_proof(lobby).map(|proof| hex::encode(proof.commitment)),
         game: game.map(game_view),
     }
 }

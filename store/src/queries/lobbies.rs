@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
 use crate::convert::{fit, seed_from_column, seed_to_column, status_from_column, status_to_column};
-use crate::{LobbyRow, LobbyStatus, Millis, SeatRow, StoreError};
+use crate::{GameStart, LobbyRow, LobbyStatus, SeatRow, StoreError};
 
 impl SqlStore {
     pub(crate) async fn create_lobby(
@@ -130,19 +130,17 @@ impl SqlStore {
     pub(crate) async fn start_game(
         &self,
         lobby: Uuid,
-        seats: &[SeatRow],
-        seed: u64,
-        started_at: Millis,
-        seq: u64,
+        start: &GameStart<'_>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query(
-            "UPDATE lobbies SET status = 'playing', seed = $1, started_at = $2, seq = $3 \
-             WHERE id = $4 AND status = 'open' AND seq < $3",
+            "UPDATE lobbies SET status = 'playing', seed = $1, deck_salt = $2, \
+             started_at = $3, seq = $4 WHERE id = $5 AND status = 'open' AND seq < $4",
         )
-        .bind(seed_to_column(seed))
-        .bind(started_at)
-        .bind(fit::<u64, i64>(seq, "seq")?)
+        .bind(seed_to_column(start.seed))
+        .bind(start.deck_salt)
+        .bind(start.started_at)
+        .bind(fit::<u64, i64>(start.seq, "seq")?)
         .bind(lobby)
         .execute(&mut *tx)
         .await?;
@@ -151,7 +149,7 @@ impl SqlStore {
             updated.rows_affected(),
             lobby,
             LobbyStatus::Open,
-            seq,
+            start.seq,
         )
         .await?;
         // The seats may have been renumbered, so they are replaced rather than updated.
@@ -159,7 +157,7 @@ impl SqlStore {
             .bind(lobby)
             .execute(&mut *tx)
             .await?;
-        for seat in seats {
+        for seat in start.seats {
             insert_seat(&mut tx, lobby, seat).await?;
         }
         tx.commit().await?;
@@ -202,18 +200,19 @@ async fn advance_open_lobby(tx: &mut Tx, lobby: Uuid, seq: u64) -> Result<(), St
 
 async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO lobbies (id, name, is_public, invite_code, seat_count, rules, status, \
-         seed, seq, created_at, started_at, finished_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        "INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, status, \
+         seed, deck_salt, seq, created_at, started_at, finished_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(lobby.id)
     .bind(&lobby.name)
     .bind(lobby.public)
-    .bind(&lobby.invite_code)
+    .bind(&lobby.invite_hash)
     .bind(i16::from(lobby.seat_count))
     .bind(Json(&lobby.rules))
     .bind(status_to_column(lobby.status))
     .bind(lobby.seed.map(seed_to_column))
+    .bind(&lobby.deck_salt)
     .bind(fit::<u64, i64>(lobby.seq, "seq")?)
     .bind(lobby.created_at)
     .bind(lobby.started_at)
@@ -245,11 +244,12 @@ pub(super) fn lobby_from_row(row: &DbRow) -> Result<LobbyRow, StoreError> {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
         public: row.try_get("is_public")?,
-        invite_code: row.try_get("invite_code")?,
+        invite_hash: row.try_get("invite_hash")?,
         seat_count: fit(row.try_get::<i16, _>("seat_count")?, "seat count")?,
         rules: row.try_get::<Json<Rules>, _>("rules")?.0,
         status: status_from_column(row.try_get("status")?)?,
         seed: row.try_get::<Option<i64>, _>("seed")?.map(seed_from_column),
+        deck_salt: row.try_get("deck_salt")?,
         seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
         created_at: row.try_get("created_at")?,
         started_at: row.try_get("started_at")?,

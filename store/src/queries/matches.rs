@@ -67,7 +67,8 @@ impl SqlStore {
         let mut tx = self.begin_snapshot().await?;
         let row = sqlx::query(
             "SELECT id, name, rules, player_count, started_at, finished_at, tiles_placed, \
-             breakdown FROM matches JOIN match_records ON match_id = id WHERE id = $1",
+             is_public, breakdown FROM matches JOIN match_records ON match_id = id \
+             WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -273,6 +274,7 @@ fn summary_from_row(row: &DbRow) -> Result<MatchSummary, StoreError> {
         finished_at: row.try_get("finished_at")?,
         tiles_placed: fit(row.try_get::<i32, _>("tiles_placed")?, "tiles placed")?,
         seats: Vec::new(),
+        public: row.try_get("is_public")?,
     })
 }
 

@@ -2,7 +2,7 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `EXPLAIN` and `plan_line`. So every query exists twice with concrete types, with no generic
+//! `BEGIN_SNAPSHOT`, `OUTSIDE_TRANSACTION`, `EXPLAIN` and `plan_line`. So every query exists twice with concrete types, with no generic
 //! bounds over sqlx's traits, and both copies run the same SQL text: `$n` placeholders,
 //! which SQLite accepts too, and only SQL that both dialects read the same way. The
 //! column types differ (see `migrations/`), the values bound and read do not.
@@ -18,7 +18,7 @@
 /// The columns `lobby_from_row` reads.
 macro_rules! lobby_columns {
     () => {
-        "id, name, is_public, invite_code, seat_count, rules, status, seed, seq, \
+        "id, name, is_public, invite_hash, seat_count, rules, status, seed, deck_salt, seq, \
          created_at, started_at, finished_at"
     };
 }
@@ -43,16 +43,65 @@ mod moves;
 mod players;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
 
+use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{Database, Pool, Row, Transaction};
 use uuid::Uuid;
 
-use super::{BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, plan_line};
+use super::{BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, OUTSIDE_TRANSACTION, plan_line};
 use crate::convert::status_to_column;
-use crate::{LobbyStatus, StoreError};
+use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};
 
 /// A row as this backend's driver returns it.
 type DbRow = <Db as Database>::Row;
+
+/// A connection of this backend.
+type DbConnection = <Db as Database>::Connection;
+
+/// The future an `after_release` hook returns.
+type ReleaseCheck<'c> = Pin<Box<dyn Future<Output = Result<bool, sqlx::Error>> + Send + 'c>>;
+
+/// The pool settings both backends share.
+///
+/// When a call is abandoned (its operation timeout ran out, or its caller went away)
+/// while a statement was in flight, its connection goes back to the pool with that
+/// statement's reply still owed, and a rollback queued if a transaction was open. The
+/// pool then pings it, which first waits for everything owed; on a database that has
+/// gone silent that wait never ends and the connection's slot is lost for good. Worse,
+/// sqlx queues no rollback for a call abandoned while its `BEGIN` was in flight, so once
+/// that `BEGIN` lands the connection would serve the next caller inside a stale
+/// transaction. So every release is checked here first, within a bound: a connection
+/// that does not answer in time, or is still inside a transaction, is closed, and the
+/// pool opens a fresh one when it needs it.
+pub(crate) fn pool_options(options: &StoreOptions) -> PoolOptions<Db> {
+    let check_timeout = options.release_check_timeout();
+    PoolOptions::<Db>::new()
+        .max_connections(options.max_connections)
+        .acquire_timeout(options.acquire_timeout)
+        .after_release(move |connection, metadata| {
+            check_on_release(connection, metadata, check_timeout)
+        })
+}
+
+/// Checks a released connection, at most for `limit`: the check's query first waits for
+/// everything still owed on the connection, then `OUTSIDE_TRANSACTION` says whether it is
+/// clean. A connection that fails the check, or does not answer in time, is closed.
+fn check_on_release(
+    connection: &mut DbConnection,
+    _metadata: PoolConnectionMetadata,
+    limit: Duration,
+) -> ReleaseCheck<'_> {
+    Box::pin(async move {
+        let check = sqlx::raw_sql(OUTSIDE_TRANSACTION).fetch_one(&mut *connection);
+        match tokio::time::timeout(limit, check).await {
+            Ok(row) => row?.try_get::<bool, _>(0),
+            Err(_) => Err(sqlx::Error::PoolTimedOut),
+        }
+    })
+}
 
 /// An open transaction on this backend.
 type Tx = Transaction<'static, Db>;
@@ -75,6 +124,50 @@ impl SqlStore {
 
     pub(crate) async fn close(&self) {
         self.pool.close().await;
+    }
+
+    pub(crate) fn pool_status(&self) -> PoolStatus {
+        PoolStatus {
+            size: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.pool.options().get_max_connections(),
+        }
+    }
+
+    /// Replaces the invite codes that versions before migration 2 stored in clear by
+    /// their hashes. Migration 2 listed those lobbies in `unhashed_invites`; each is
+    /// claimed by deleting it from there, so that two servers starting on one database
+    /// cannot hash a code twice, and the whole runs in one transaction, so that a crash
+    /// leaves every code either still listed or hashed. After the first start this is
+    /// one read of an empty table, so that starting needs no write (a read-only replica
+    /// still opens, and its writes fail as they should).
+    pub(crate) async fn hash_clear_invite_codes(&self) -> Result<(), StoreError> {
+        let pending: Option<Uuid> =
+            sqlx::query_scalar("SELECT lobby_id FROM unhashed_invites LIMIT 1")
+                .fetch_optional(&self.pool)
+                .await?;
+        if pending.is_none() {
+            return Ok(());
+        }
+        let mut tx = self.begin_write().await?;
+        let claimed: Vec<Uuid> =
+            sqlx::query_scalar("DELETE FROM unhashed_invites RETURNING lobby_id")
+                .fetch_all(&mut *tx)
+                .await?;
+        for lobby in claimed {
+            let code: Option<String> =
+                sqlx::query_scalar("SELECT invite_hash FROM lobbies WHERE id = $1")
+                    .bind(lobby)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            sqlx::query("UPDATE lobbies SET invite_hash = $1 WHERE id = $2")
+                .bind(code.as_deref().map(sha256_hex))
+                .bind(lobby)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn begin_write(&self) -> Result<Tx, StoreError> {

@@ -63,8 +63,33 @@ impl SqlStore {
         .await?;
         insert_move(&mut tx, game, last).await?;
         insert_matches(&mut tx, std::slice::from_ref(result)).await?;
+        // A match is as public as its lobby was.
+        sqlx::query(
+            "UPDATE matches SET is_public = (SELECT is_public FROM lobbies WHERE id = $1) \
+             WHERE id = $1",
+        )
+        .bind(game)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    pub(crate) async fn move_at(
+        &self,
+        game: Uuid,
+        seq: u64,
+    ) -> Result<Option<MoveRow>, StoreError> {
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            move_columns!(),
+            " FROM moves WHERE game_id = $1 AND seq = $2"
+        ))
+        .bind(game)
+        .bind(fit::<u64, i64>(seq, "seq")?)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(move_from_row).transpose()
     }
 
     /// The three reads select their lobbies with the same condition, the predicate of the

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use carcassonne_store::{Backend, Store, StoreError};
+use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
     Context, Proxy, impatient_options, player, postgres_address, url_with_database,
@@ -24,7 +24,7 @@ backend_tests! {
             again.close().await;
         }
         let applied = context.count("SELECT COUNT(*) FROM _sqlx_migrations").await;
-        assert_eq!(applied, 1);
+        assert_eq!(applied, migration_files(context.backend));
     }
 
     async fn the_store_knows_its_backend(context: Context) {
@@ -60,6 +60,18 @@ backend_tests! {
         assert!(matches!(error, StoreError::Config(_)), "{error:?}");
         let unknown = Store::connect("mysql://root@127.0.0.1/carcassonne").await.unwrap_err();
         assert!(matches!(unknown, StoreError::Config(_)), "{unknown:?}");
+    }
+
+    async fn pool_status_reports_the_pool(context: Context) {
+        let options = StoreOptions { max_connections: 3, ..StoreOptions::new(&context.url) };
+        let store = Store::connect_with(&options).await.unwrap();
+        store.ping().await.unwrap();
+        let status = store.pool_status();
+        assert_eq!(status.max, 3);
+        assert!(status.size >= 1 && status.size <= 3, "{status:?}");
+        assert!(status.idle <= status.size, "{status:?}");
+        store.close().await;
+        assert_eq!(store.pool_status().size, 0);
     }
 
     async fn the_store_recovers_when_the_database_returns(context: Context) {
@@ -117,6 +129,26 @@ async fn sqlite_file_comes_back(context: &Context) {
     let store = Store::connect(&context.url).await.unwrap();
     assert_eq!(store.player(ada.id).await.unwrap(), Some(ada));
     store.close().await;
+}
+
+/// How many migrations the repository holds for `backend`.
+fn migration_files(backend: Backend) -> i64 {
+    let folder = match backend {
+        Backend::Postgres => "postgres",
+        Backend::Sqlite => "sqlite",
+    };
+    let path = format!("{}/../migrations/{folder}", env!("CARGO_MANIFEST_DIR"));
+    let files = std::fs::read_dir(path).unwrap();
+    files
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|e| e == "sql")
+        })
+        .count() as i64
 }
 
 /// The server's default URL names a file that does not exist on a fresh install.

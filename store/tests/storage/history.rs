@@ -89,6 +89,7 @@ fn summary_of(result: &FinishedMatch) -> MatchSummary {
         finished_at: result.finished_at,
         tiles_placed: result.tiles_placed,
         seats: result.seats.clone(),
+        public: true,
     }
 }
 
@@ -172,6 +173,7 @@ backend_tests! {
             to: Some(EPOCH + 18 * 60_000),
             expansions: vec![Expansion::River],
             players: Some(4),
+            include_private: false,
         };
         let expected = history.expected(&combined);
         assert!(!expected.is_empty(), "the sample has matches for {combined:?}");

@@ -1,9 +1,16 @@
 //! Lobbies: creation, seats, start, cancellation, and the `seq` each change writes.
 
-use carcassonne_store::{LobbyStatus, Store, StoreError};
+use std::str::FromStr;
+
+use carcassonne_store::{Backend, LobbyStatus, MatchFilter, Store, StoreError, sha256_hex};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AssertSqlSafe, SqlSafeStr};
 use uuid::Uuid;
 
-use crate::common::{Context, EPOCH, open_lobby, player, seat};
+use crate::common::{
+    Context, DECK_SALT, EPOCH, TestDatabase, execute_raw, open_lobby, player, seat,
+};
 
 /// The `seq` a lobby has in the store.
 async fn seq_of(store: &Store, lobby: Uuid) -> u64 {
@@ -16,7 +23,7 @@ backend_tests! {
         context.store.create_player(&ada).await.unwrap();
         let mut lobby = open_lobby("Saturday", EPOCH);
         lobby.public = false;
-        lobby.invite_code = Some("XK3F".to_owned());
+        lobby.invite_hash = Some(carcassonne_store::sha256_hex("XK3F"));
         lobby.rules.farmers = false;
         lobby.rules.expansions = vec![carcassonne_core::Expansion::Festival];
         let creator = seat(0, "Ada", Some(ada.id));
@@ -98,11 +105,12 @@ backend_tests! {
             seat.seat = number as u8;
         }
         let seed = u64::MAX - 7;
-        context.store.start_game(lobby.id, &shuffled, seed, EPOCH + 60_000, 4).await.unwrap();
+        context.store.start_game(lobby.id, &shuffled, seed, DECK_SALT, EPOCH + 60_000, 4).await.unwrap();
 
         let (read, seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
         assert_eq!(read.status, LobbyStatus::Playing);
         assert_eq!(read.seed, Some(seed));
+        assert_eq!(read.deck_salt.as_deref(), Some(DECK_SALT));
         assert_eq!(read.started_at, Some(EPOCH + 60_000));
         assert_eq!(read.seq, 4);
         assert_eq!(seats, shuffled);
@@ -112,7 +120,7 @@ backend_tests! {
         assert!(matches!(late, Err(StoreError::Conflict(_))), "{late:?}");
         let cancel = context.store.cancel_lobby(lobby.id, 5).await;
         assert!(matches!(cancel, Err(StoreError::Conflict(_))), "{cancel:?}");
-        let again = context.store.start_game(lobby.id, &shuffled, 1, EPOCH, 5).await;
+        let again = context.store.start_game(lobby.id, &shuffled, 1, DECK_SALT, EPOCH, 5).await;
         assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
         assert_eq!(seq_of(&context.store, lobby.id).await, 4);
     }
@@ -148,7 +156,7 @@ backend_tests! {
         context.store.create_lobby(&private, &seat(0, "Ada", None)).await.unwrap();
         let started = open_lobby("started", EPOCH + 3_600_000);
         context.store.create_lobby(&started, &seat(0, "Ada", None)).await.unwrap();
-        context.store.start_game(started.id, &[seat(0, "Ada", None)], 1, EPOCH, 2).await.unwrap();
+        context.store.start_game(started.id, &[seat(0, "Ada", None)], 1, DECK_SALT, EPOCH, 2).await.unwrap();
 
         let all = context.store.open_public_lobbies(0, 100).await.unwrap();
         let ids: Vec<Uuid> = all.iter().map(|(lobby, _)| lobby.id).collect();
@@ -163,5 +171,92 @@ backend_tests! {
         assert_eq!(middle_ids, public_ids[1..3]);
         assert!(middle.iter().all(|(_, seats)| seats.len() == 2));
         assert!(context.store.open_public_lobbies(5, 10).await.unwrap().is_empty());
+    }
+}
+
+/// A database as version 1 of the schema left it: one private finished lobby with its
+/// invite code in clear and its match, one public open lobby, and an imported match.
+const VERSION_1_ROWS: &str = "\
+    INSERT INTO lobbies (id, name, is_public, invite_code, seat_count, rules, status, seq, \
+    created_at) VALUES \
+    (PRIVATE_ID, 'private', FALSE, 'XK3Fabcdefg', 2, '{}', 'finished', 9, 0), \
+    (PUBLIC_ID, 'public', TRUE, NULL, 2, '{}', 'open', 1, 0); \
+    INSERT INTO matches (id, name, rules, expansions, player_count, started_at, finished_at, \
+    tiles_placed) VALUES \
+    (PRIVATE_ID, 'private', '{}', 0, 2, 0, 2, 5), \
+    (IMPORTED_ID, 'imported', '{}', 0, 2, 0, 1, 5);";
+
+/// Applies only the first migration of `backend`, as the version before this one did.
+async fn migrate_to_version_1(backend: Backend, url: &str) {
+    let folder = match backend {
+        Backend::Postgres => "postgres",
+        Backend::Sqlite => "sqlite",
+    };
+    let path = format!(
+        "{}/../migrations/{folder}/0001_initial.sql",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let sql = std::fs::read_to_string(path).unwrap();
+    let first = Migration::new(
+        1,
+        "initial".into(),
+        MigrationType::Simple,
+        AssertSqlSafe(sql).into_sql_str(),
+        false,
+    );
+    let migrator = Migrator::with_migrations(vec![first]);
+    match backend {
+        Backend::Postgres => {
+            migrator
+                .run(&sqlx::PgPool::connect(url).await.unwrap())
+                .await
+        }
+        Backend::Sqlite => {
+            let options = SqliteConnectOptions::from_str(url)
+                .unwrap()
+                .create_if_missing(true);
+            migrator
+                .run(&sqlx::SqlitePool::connect_with(options).await.unwrap())
+                .await
+        }
+    }
+    .unwrap();
+}
+
+/// A UUID as an SQL literal of `backend`'s column type.
+fn uuid_literal(backend: Backend, id: Uuid) -> String {
+    match backend {
+        Backend::Postgres => format!("'{id}'"),
+        Backend::Sqlite => format!("X'{}'", id.simple()),
+    }
+}
+
+backend_tests! {
+    async fn upgrading_hashes_clear_invite_codes_and_hides_private_matches(context: Context) {
+        let database = TestDatabase::create(context.backend).await;
+        migrate_to_version_1(context.backend, &database.url).await;
+        let (private, public, imported) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let rows = VERSION_1_ROWS
+            .replace("PRIVATE_ID", &uuid_literal(context.backend, private))
+            .replace("PUBLIC_ID", &uuid_literal(context.backend, public))
+            .replace("IMPORTED_ID", &uuid_literal(context.backend, imported));
+        execute_raw(context.backend, &database.url, &rows).await;
+
+        // Twice: the second start must not hash the hash.
+        for _ in 0..2 {
+            let store = Store::connect(&database.url).await.unwrap();
+            let (lobby, _) = store.lobby(private).await.unwrap().unwrap();
+            assert_eq!(lobby.invite_hash, Some(sha256_hex("XK3Fabcdefg")));
+            assert_eq!(store.lobby(public).await.unwrap().unwrap().0.invite_hash, None);
+            let listed = store.matches(&MatchFilter::default(), None, 10).await.unwrap();
+            let ids: Vec<(Uuid, bool)> = listed.items.iter().map(|m| (m.id, m.public)).collect();
+            assert_eq!(ids, [(imported, true)]);
+            let everything = MatchFilter { include_private: true, ..MatchFilter::default() };
+            let listed = store.matches(&everything, None, 10).await.unwrap();
+            let ids: Vec<(Uuid, bool)> = listed.items.iter().map(|m| (m.id, m.public)).collect();
+            assert_eq!(ids, [(private, false), (imported, true)]);
+            store.close().await;
+        }
+        database.remove().await;
     }
 }

@@ -5,7 +5,7 @@ use carcassonne_store::{LobbyStatus, MatchFilter, Store, StoreError};
 use uuid::Uuid;
 
 use crate::common::{
-    Context, EPOCH, finished_match, move_row, open_lobby, player, playing_game, seat,
+    Context, DECK_SALT, EPOCH, finished_match, move_row, open_lobby, player, playing_game, seat,
 };
 
 /// The `seq` and move count of a game, as the store holds them.
@@ -169,6 +169,48 @@ backend_tests! {
         assert_eq!(after[1].lobby.seq, playing.seq + 4);
         let seqs: Vec<u64> = after[1].moves.iter().map(|mv| mv.seq).collect();
         assert_eq!(seqs, (playing.seq + 1..=playing.seq + 4).collect::<Vec<_>>());
+    }
+
+    async fn move_at_finds_exactly_the_stored_move(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let first = move_row(game.seq + 1, 0, "c1");
+        let second = move_row(game.seq + 2, 1, "c2");
+        context.store.append_move(game.id, &first).await.unwrap();
+        context.store.append_move(game.id, &second).await.unwrap();
+        assert_eq!(context.store.move_at(game.id, first.seq).await.unwrap(), Some(first));
+        assert_eq!(context.store.move_at(game.id, second.seq).await.unwrap(), Some(second));
+        assert_eq!(context.store.move_at(game.id, game.seq + 3).await.unwrap(), None);
+        assert_eq!(context.store.move_at(Uuid::new_v4(), game.seq + 1).await.unwrap(), None);
+        // A seq beyond what a column holds is refused, not wrapped.
+        let huge = context.store.move_at(game.id, u64::MAX).await;
+        assert!(matches!(huge, Err(StoreError::Corrupt(_))), "{huge:?}");
+    }
+
+    async fn private_games_are_listed_only_on_request(context: Context) {
+        let seats = [seat(0, "Ada", None), seat(1, "Bo", None)];
+        let public_game = playing_game(&context.store, &seats).await;
+        let mut private = open_lobby("private", EPOCH);
+        private.public = false;
+        private.invite_hash = Some(carcassonne_store::sha256_hex("XK3Fabcdefg"));
+        context.store.create_lobby(&private, &seats[0]).await.unwrap();
+        context.store.add_seat(private.id, &seats[1], 2).await.unwrap();
+        context.store.start_game(private.id, &seats, 7, DECK_SALT, EPOCH, 3).await.unwrap();
+        for (game, seq, minute) in [(public_game.id, public_game.seq, 1), (private.id, 3, 2)] {
+            let mut result = finished_match(EPOCH + minute * 60_000, &[], &[(None, 3), (None, 2)]);
+            result.id = game;
+            context.store.finish_game(game, &move_row(seq + 1, 0, "end"), &result).await.unwrap();
+        }
+
+        let listed = context.store.matches(&MatchFilter::default(), None, 10).await.unwrap();
+        let ids: Vec<(Uuid, bool)> = listed.items.iter().map(|m| (m.id, m.public)).collect();
+        assert_eq!(ids, [(public_game.id, true)]);
+        let everything = MatchFilter { include_private: true, ..MatchFilter::default() };
+        let listed = context.store.matches(&everything, None, 10).await.unwrap();
+        let ids: Vec<(Uuid, bool)> = listed.items.iter().map(|m| (m.id, m.public)).collect();
+        assert_eq!(ids, [(private.id, false), (public_game.id, true)]);
+        let detail = context.store.match_detail(private.id).await.unwrap().unwrap();
+        assert!(!detail.summary.public);
+        assert!(context.store.match_record(private.id).await.unwrap().is_some());
     }
 
     async fn expansions_survive_in_the_lobby_rules(context: Context) {
