@@ -279,7 +279,7 @@ async fn tiles_health_metrics_and_openapi_are_served() {
     assert_eq!(d["edges"], json!(["city", "road", "field", "road"]));
     assert_eq!(d["segments"][2]["halves"], json!(["En", "Wn"]));
     assert_eq!(d["segments"][2]["borders"], json!(["c1"]));
-    let (status, health) = api.get("/healthz").await;
+    let (status, health) = api.get("/readyz").await;
     assert_eq!(status, 200);
     assert_eq!(health["database"], "ok");
     let (status, metrics) = api.get("/metrics").await;
