@@ -30,7 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the game server (the default when no subcommand is given).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Replay a game record through the rules engine and print turn-by-turn scores.
     /// Exit status: 0 legal, 1 an illegal turn, 2 a malformed record.
     Replay(ReplayArgs),
@@ -203,7 +203,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Replay(args)) => replay(args),
         Some(Command::Healthcheck(args)) => healthcheck(args),
-        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Serve(args)) => serve(*args),
         None => serve(cli.serve),
     }
 }

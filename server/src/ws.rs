@@ -58,7 +58,11 @@ pub async fn upgrade(
     let peer = peer.map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |p| p.0.0);
     let places = match take_places(&state, peer.ip()) {
         Ok(places) => places,
-        Err(response) => return response,
+        Err(reason) => {
+            state.metrics.refuse(reason);
+            state.metrics.reject("too_many_connections");
+            return AppError::TooManyConnections.into_response();
+        }
     };
     let limits = &state.limits;
     let socket = ws
@@ -84,20 +88,20 @@ struct Places {
     pending: Option<Slot>,
 }
 
-fn take_places(state: &AppState, ip: IpAddr) -> Result<Places, Response> {
-    let refuse = |reason: &str| {
-        state.metrics.refuse(reason);
-        state.metrics.reject("too_many_connections");
-        AppError::TooManyConnections.into_response()
-    };
-    let pending = match state.pending_slots.try_take(ip) {
-        Ok(slot) => slot,
-        Err(Refused::Full) => return Err(refuse("pending_connections")),
-        Err(Refused::FullForClient) => return Err(refuse("pending_connections_per_ip")),
-    };
-    let Ok(connection) = state.connection_slots.clone().try_acquire_owned() else {
-        return Err(refuse("websocket_connections"));
-    };
+/// Takes both places, or names the limit that refused (a metrics reason).
+fn take_places(state: &AppState, ip: IpAddr) -> Result<Places, &'static str> {
+    let pending = state
+        .pending_slots
+        .try_take(ip)
+        .map_err(|refused| match refused {
+            Refused::Full => "pending_connections",
+            Refused::FullForClient => "pending_connections_per_ip",
+        })?;
+    let connection = state
+        .connection_slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| "websocket_connections")?;
     Ok(Places {
         _connection: connection,
         pending: Some(pending),
