@@ -91,6 +91,19 @@ impl TestServer {
         TestServer::start_with(database_url, &[]).await
     }
 
+    /// Starts a server whose WebSocket rate limit lets a client send rejected commands
+    /// as fast as it can: for tests that probe many illegal moves on purpose, which the
+    /// default limit (rightly) treats as a flood.
+    pub async fn start_without_rate_limit(database_url: &str) -> TestServer {
+        let unlimited = [
+            "--messages-per-second",
+            "1000000",
+            "--message-burst",
+            "1000000",
+        ];
+        TestServer::start_with(database_url, &unlimited).await
+    }
+
     /// Starts the server with extra command-line options and waits until it listens.
     pub async fn start_with(database_url: &str, options: &[&str]) -> TestServer {
         let mut child = Command::new(server_binary())
