@@ -148,13 +148,36 @@ async fn a_websocket_to_a_malformed_game_id_gets_the_documented_404() {
     assert_eq!(body["error"]["code"], "not_found");
 }
 
+/// Plays a whole two-player game as fast as the clients can answer under `options`;
+/// returns the commands played and the seconds it took.
+async fn play_fast(options: &[&str]) -> (f64, f64) {
+    let (_db, server) = sqlite_server(options).await;
+    let mut table = Table::start(&server, 2, json!({}), 11).await;
+    let started = std::time::Instant::now();
+    let played = table.play_to_the_end().await as f64;
+    table.assert_mirrors_agree();
+    (played, started.elapsed().as_secs_f64())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instant_fair_play_on_default_limits_is_never_cut_off() {
-    let (_db, server) = sqlite_server(&[]).await;
-    let mut table = Table::start(&server, 2, json!({}), 11).await;
-    let played = table.play_to_the_end().await;
-    assert!(played > 100, "a whole base game: {played} commands");
-    table.assert_mirrors_agree();
+    let (played, seconds) = play_fast(&[]).await;
+    assert!(
+        played > 100.0,
+        "a whole base game: {played} commands in {seconds:.2} s"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_moves_are_free_so_even_a_tiny_limit_never_cuts_fair_play() {
+    // A limit far below the pace of the game: only the refund of accepted moves lets
+    // each player's ~70 commands through.
+    let (played, seconds) =
+        play_fast(&["--messages-per-second", "1", "--message-burst", "5"]).await;
+    assert!(
+        played / 2.0 > 5.0 + seconds,
+        "the game outpaced the limit: {played} commands in {seconds:.2} s"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
