@@ -1,43 +1,99 @@
-//! Service configuration: where to listen, which database, and the protective limits.
+//! Service configuration: which database (and its pool), and the protective limits.
+//!
+//! Every field here is settable by a command-line flag and an environment variable (see
+//! `main.rs` and `docs/operations.md`); the defaults are the values a small public server
+//! should run with.
 
+use carcassonne_store::StoreOptions;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct Config {
-    /// `postgres://...` or `sqlite://FILE`.
-    pub database_url: String,
+    /// The database URL (`postgres://...` or `sqlite://FILE`) and its pool's limits.
+    pub store: StoreOptions,
     pub limits: Limits,
 }
 
-/// Limits that keep one client from hurting the others.
+impl Config {
+    /// The default limits and pool for `database_url`.
+    pub fn new(database_url: impl Into<String>) -> Config {
+        Config {
+            store: StoreOptions::new(database_url),
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Limits that keep one client from hurting the others. A per-IP limit of 0 means "no
+/// per-IP limit" (as behind a reverse proxy, where every client has the proxy's address).
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Open WebSocket connections at most; more are refused with 503.
     pub max_connections: usize,
-    /// Largest WebSocket message accepted; larger ones close the connection (1009).
+    /// WebSocket connections that have not said hello yet, at most; more are refused
+    /// with 503, so that silent connections cannot take the places of players.
+    pub max_pending_connections: usize,
+    /// WebSocket connections that have not said hello yet, per client IP.
+    pub max_pending_connections_per_ip: usize,
+    /// Open TCP connections at most (HTTP and WebSocket alike); more are closed at once.
+    pub max_tcp_connections: usize,
+    /// Open TCP connections per client IP.
+    pub max_connections_per_ip: usize,
+    /// Largest WebSocket message (and frame) accepted; larger ones close the connection
+    /// (1009) as soon as they pass the limit.
     pub max_message_bytes: usize,
-    /// Sustained messages per second per connection.
+    /// Most bytes a WebSocket connection may have waiting to be written.
+    pub max_write_buffer_bytes: usize,
+    /// Sustained messages per second per connection (accepted moves are free).
     pub messages_per_second: u32,
     /// Messages a connection may send in a burst above the sustained rate.
     pub message_burst: u32,
+    /// Sustained REST requests per second per client IP.
+    pub requests_per_second: u32,
+    /// REST requests a client IP may send in a burst above the sustained rate.
+    pub request_burst: u32,
+    /// Open (not started) lobbies at most.
+    pub max_open_lobbies: usize,
+    /// Open lobbies created by one client IP at most.
+    pub max_open_lobbies_per_client: usize,
     /// How long a new connection may take to say hello.
     pub hello_timeout: Duration,
     /// How often the server pings each connection.
     pub ping_interval: Duration,
     /// A connection silent (no pong, no message) for this long is closed.
     pub idle_timeout: Duration,
+    /// How long a closing connection waits for the peer's close reply.
+    pub close_handshake: Duration,
+    /// How long one WebSocket send may wait for a client that does not read; after
+    /// that the connection is dropped.
+    pub send_timeout: Duration,
+    /// How long a client may take to send a request's headers (and how long an idle
+    /// connection is kept open waiting for the next request).
+    pub header_read_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_connections: 10_000,
+            max_pending_connections: 1_000,
+            max_pending_connections_per_ip: 20,
+            max_tcp_connections: 20_000,
+            max_connections_per_ip: 200,
             max_message_bytes: 16 * 1024,
+            max_write_buffer_bytes: 4 * 1024 * 1024,
             messages_per_second: 10,
             message_burst: 40,
+            requests_per_second: 20,
+            request_burst: 200,
+            max_open_lobbies: 1_000,
+            max_open_lobbies_per_client: 10,
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(45),
+            close_handshake: Duration::from_secs(2),
+            send_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
         }
     }
 }

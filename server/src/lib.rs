@@ -6,11 +6,14 @@
 //! in-flight command finished and committed, every task awaited. Tests bind port 0 and
 //! call `run` directly.
 
+pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod healthcheck;
+pub mod http;
 pub mod metrics;
 pub mod protocol;
 pub mod replay;
@@ -24,8 +27,9 @@ use crate::rooms::actor::Room;
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn_with_state;
 use axum::routing::get;
-use carcassonne_store::{Store, StoreError};
+use carcassonne_store::{Store, StoreError, StoreOptions};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -37,12 +41,17 @@ const MAX_BODY_BYTES: usize = 64 * 1024;
 pub fn app(state: AppState) -> Router {
     let api = api::router()
         .fallback(|| async { AppError::NotFound("no such endpoint") })
+        .method_not_allowed_fallback(http::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     Router::new()
         .nest("/api", api)
         .route("/ws/games/{id}", get(ws::upgrade))
         .route("/healthz", get(api::system::healthz))
+        .route("/readyz", get(api::system::readyz))
         .route("/metrics", get(api::system::metrics))
+        .method_not_allowed_fallback(http::method_not_allowed)
+        .layer(from_fn_with_state(state.clone(), http::limit_requests))
+        .layer(from_fn_with_state(state.clone(), http::observe_requests))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -61,15 +70,14 @@ pub async fn run(
     config: Config,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let Some(store) = connect_store(&config.database_url, &shutdown).await? else {
+    let Some(store) = connect_store(&config.store, &shutdown).await? else {
         return Ok(());
     };
     let state = AppState::new(store, config.limits, shutdown.clone());
     restore_rooms(&state).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
-    axum::serve(listener, app(state.clone()))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .await?;
+    http::serve(listener, app(state.clone()), state.clone()).await;
+    tracing::info!("draining");
     state.tasks.close();
     state.tasks.wait().await;
     tracing::info!("stopped");
@@ -79,11 +87,11 @@ pub async fn run(
 /// Connects to the database, waiting for it while it is unreachable (as when it starts
 /// alongside the server). `None` if shutdown came first.
 async fn connect_store(
-    url: &str,
+    options: &StoreOptions,
     shutdown: &CancellationToken,
 ) -> Result<Option<Store>, StoreError> {
     loop {
-        match Store::connect(url).await {
+        match Store::connect_with(options).await {
             Ok(store) => return Ok(Some(store)),
             Err(StoreError::Unavailable(cause)) => {
                 tracing::warn!(%cause, "database unreachable; retrying in 1 s");

@@ -1,12 +1,16 @@
 //! `carcassonne-server`: `serve` (the default) runs the game server; `replay` checks a
-//! game record.
+//! game record; `healthcheck` asks a running server whether it is ready.
 
 use carcassonne_server::config::{Config, Limits};
-use clap::{Args, Parser, Subcommand};
+use carcassonne_store::StoreOptions;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::fmt;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
@@ -26,10 +30,43 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the game server (the default when no subcommand is given).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Replay a game record through the rules engine and print turn-by-turn scores.
     /// Exit status: 0 legal, 1 an illegal turn, 2 a malformed record.
     Replay(ReplayArgs),
+    /// Ask a running server whether it is ready (for container health checks).
+    /// Exit status: 0 on a 200 answer, 1 otherwise.
+    Healthcheck(HealthcheckArgs),
+}
+
+/// A duration written the humane way: `10s`, `500ms`, `1m 30s`; never zero.
+#[derive(Clone, Copy, Debug)]
+struct HumanDuration(Duration);
+
+impl FromStr for HumanDuration {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<HumanDuration, String> {
+        match humantime::parse_duration(text) {
+            Ok(duration) if duration.is_zero() => Err("must be more than zero".into()),
+            Ok(duration) => Ok(HumanDuration(duration)),
+            Err(error) => Err(format!("{error} (write e.g. 10s or 500ms)")),
+        }
+    }
+}
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}", humantime::format_duration(self.0))
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, with the fields of the enclosing spans.
+    Json,
 }
 
 #[derive(Args, Clone)]
@@ -40,18 +77,102 @@ struct ServeArgs {
     /// Database: `postgres://USER@HOST/DB`, or `sqlite://FILE` (created on first run).
     #[arg(long, env = "DATABASE_URL", default_value = "sqlite://carcassonne.db")]
     database: String,
+    /// Log lines as `text` or `json`.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    #[command(flatten)]
+    pool: PoolArgs,
+    #[command(flatten)]
+    connections: ConnectionArgs,
+    #[command(flatten)]
+    rates: RateArgs,
+    #[command(flatten)]
+    timeouts: TimeoutArgs,
+}
+
+#[derive(Args, Clone)]
+struct PoolArgs {
+    /// Most database connections the pool opens.
+    #[arg(long, env = "DB_MAX_CONNECTIONS", default_value_t = StoreOptions::DEFAULT_MAX_CONNECTIONS)]
+    db_max_connections: u32,
+    /// How long a database call waits for a pooled connection before "try again".
+    #[arg(long, env = "DB_ACQUIRE_TIMEOUT", default_value_t = HumanDuration(StoreOptions::DEFAULT_ACQUIRE_TIMEOUT))]
+    db_acquire_timeout: HumanDuration,
+    /// SQLite only: how long a statement waits for another connection's write lock.
+    #[arg(long, env = "DB_BUSY_TIMEOUT", default_value_t = HumanDuration(StoreOptions::DEFAULT_BUSY_TIMEOUT))]
+    db_busy_timeout: HumanDuration,
+}
+
+#[derive(Args, Clone)]
+struct ConnectionArgs {
     /// Most WebSocket connections open at once; more are refused with 503.
     #[arg(long, env = "MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
     max_connections: usize,
-    /// Largest WebSocket message accepted, in bytes; larger ones close the connection.
+    /// Most WebSocket connections that have not said hello yet; more are refused with 503.
+    #[arg(long, env = "MAX_PENDING_CONNECTIONS", default_value_t = Limits::default().max_pending_connections)]
+    max_pending_connections: usize,
+    /// Most WebSocket connections without hello per client IP (0: no per-IP limit).
+    #[arg(long, env = "MAX_PENDING_CONNECTIONS_PER_IP", default_value_t = Limits::default().max_pending_connections_per_ip)]
+    max_pending_connections_per_ip: usize,
+    /// Most TCP connections open at once (HTTP and WebSocket); more are closed at once.
+    #[arg(long, env = "MAX_TCP_CONNECTIONS", default_value_t = Limits::default().max_tcp_connections)]
+    max_tcp_connections: usize,
+    /// Most TCP connections per client IP (0: no per-IP limit, as behind a proxy).
+    #[arg(long, env = "MAX_CONNECTIONS_PER_IP", default_value_t = Limits::default().max_connections_per_ip)]
+    max_connections_per_ip: usize,
+    /// Largest WebSocket message (and frame) accepted, in bytes; larger ones close the
+    /// connection with 1009.
     #[arg(long, env = "MAX_MESSAGE_BYTES", default_value_t = Limits::default().max_message_bytes)]
     max_message_bytes: usize,
-    /// Sustained WebSocket messages per second allowed per connection.
-    #[arg(long, env = "MESSAGES_PER_SECOND", default_value_t = Limits::default().messages_per_second)]
+    /// Most bytes waiting to be written to one WebSocket connection.
+    #[arg(long, env = "MAX_WRITE_BUFFER_BYTES", default_value_t = Limits::default().max_write_buffer_bytes)]
+    max_write_buffer_bytes: usize,
+    /// Most open (not started) lobbies.
+    #[arg(long, env = "MAX_OPEN_LOBBIES", default_value_t = Limits::default().max_open_lobbies)]
+    max_open_lobbies: usize,
+    /// Most open lobbies created by one client IP.
+    #[arg(long, env = "MAX_OPEN_LOBBIES_PER_CLIENT", default_value_t = Limits::default().max_open_lobbies_per_client)]
+    max_open_lobbies_per_client: usize,
+}
+
+#[derive(Args, Clone)]
+struct RateArgs {
+    /// Sustained WebSocket messages per second per connection (accepted moves are free).
+    #[arg(long, env = "MESSAGES_PER_SECOND", default_value_t = Limits::default().messages_per_second,
+        value_parser = clap::value_parser!(u32).range(1..))]
     messages_per_second: u32,
-    /// Messages a connection may send in one burst.
+    /// WebSocket messages a connection may send in one burst.
     #[arg(long, env = "MESSAGE_BURST", default_value_t = Limits::default().message_burst)]
     message_burst: u32,
+    /// Sustained REST requests per second per client IP; more get 429.
+    #[arg(long, env = "REQUESTS_PER_SECOND", default_value_t = Limits::default().requests_per_second,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    requests_per_second: u32,
+    /// REST requests a client IP may send in one burst.
+    #[arg(long, env = "REQUEST_BURST", default_value_t = Limits::default().request_burst)]
+    request_burst: u32,
+}
+
+#[derive(Args, Clone)]
+struct TimeoutArgs {
+    /// How long a new WebSocket connection may take to say hello.
+    #[arg(long, env = "HELLO_TIMEOUT", default_value_t = HumanDuration(Limits::default().hello_timeout))]
+    hello_timeout: HumanDuration,
+    /// How often the server pings each WebSocket connection.
+    #[arg(long, env = "PING_INTERVAL", default_value_t = HumanDuration(Limits::default().ping_interval))]
+    ping_interval: HumanDuration,
+    /// A WebSocket connection silent for this long is closed.
+    #[arg(long, env = "IDLE_TIMEOUT", default_value_t = HumanDuration(Limits::default().idle_timeout))]
+    idle_timeout: HumanDuration,
+    /// How long a closing connection waits for the client's close reply.
+    #[arg(long, env = "CLOSE_HANDSHAKE", default_value_t = HumanDuration(Limits::default().close_handshake))]
+    close_handshake: HumanDuration,
+    /// How long one WebSocket send may wait for a client that does not read.
+    #[arg(long, env = "SEND_TIMEOUT", default_value_t = HumanDuration(Limits::default().send_timeout))]
+    send_timeout: HumanDuration,
+    /// How long a client may take to send request headers, or stay idle between requests.
+    #[arg(long, env = "HEADER_READ_TIMEOUT", default_value_t = HumanDuration(Limits::default().header_read_timeout))]
+    header_read_timeout: HumanDuration,
 }
 
 #[derive(Args)]
@@ -63,11 +184,26 @@ struct ReplayArgs {
     legal: bool,
 }
 
+#[derive(Args)]
+struct HealthcheckArgs {
+    /// What to GET; healthy means a 200 answer.
+    #[arg(
+        long,
+        env = "HEALTHCHECK_URL",
+        default_value = "http://127.0.0.1:8080/readyz"
+    )]
+    url: String,
+    /// How long to wait for the answer.
+    #[arg(long, default_value_t = HumanDuration(Duration::from_secs(3)))]
+    timeout: HumanDuration,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Replay(args)) => replay(args),
-        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Healthcheck(args)) => healthcheck(args),
+        Some(Command::Serve(args)) => serve(*args),
         None => serve(cli.serve),
     }
 }
@@ -81,26 +217,69 @@ fn replay(args: ReplayArgs) -> ExitCode {
     ExitCode::from(output.exit_code)
 }
 
-fn serve(args: ServeArgs) -> ExitCode {
-    tracing_subscriber::fmt()
+fn healthcheck(args: HealthcheckArgs) -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let check = carcassonne_server::healthcheck::check(&args.url, args.timeout.0);
+    match runtime.block_on(check) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{}: {error}", args.url);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into());
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,tower_http=warn,sqlx=warn".into()),
-        )
-        .init();
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
+}
+
+fn config_from(args: &ServeArgs) -> Config {
+    let (pool, connections, rates, timeouts) =
+        (&args.pool, &args.connections, &args.rates, &args.timeouts);
+    let store = StoreOptions {
+        max_connections: pool.db_max_connections,
+        acquire_timeout: pool.db_acquire_timeout.0,
+        busy_timeout: pool.db_busy_timeout.0,
+        ..StoreOptions::new(args.database.clone())
+    };
     let limits = Limits {
-        max_connections: args.max_connections,
-        max_message_bytes: args.max_message_bytes,
-        messages_per_second: args.messages_per_second,
-        message_burst: args.message_burst,
-        ..Limits::default()
+        max_connections: connections.max_connections,
+        max_pending_connections: connections.max_pending_connections,
+        max_pending_connections_per_ip: connections.max_pending_connections_per_ip,
+        max_tcp_connections: connections.max_tcp_connections,
+        max_connections_per_ip: connections.max_connections_per_ip,
+        max_message_bytes: connections.max_message_bytes,
+        max_write_buffer_bytes: connections.max_write_buffer_bytes,
+        max_open_lobbies: connections.max_open_lobbies,
+        max_open_lobbies_per_client: connections.max_open_lobbies_per_client,
+        messages_per_second: rates.messages_per_second,
+        message_burst: rates.message_burst,
+        requests_per_second: rates.requests_per_second,
+        request_burst: rates.request_burst,
+        hello_timeout: timeouts.hello_timeout.0,
+        ping_interval: timeouts.ping_interval.0,
+        idle_timeout: timeouts.idle_timeout.0,
+        close_handshake: timeouts.close_handshake.0,
+        send_timeout: timeouts.send_timeout.0,
+        header_read_timeout: timeouts.header_read_timeout.0,
     };
-    let config = Config {
-        database_url: args.database,
-        limits,
-    };
+    Config { store, limits }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    init_logging(args.log_format);
+    let config = config_from(&args);
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     match runtime.block_on(serve_until_signal(args.listen, config)) {
         Ok(()) => ExitCode::SUCCESS,

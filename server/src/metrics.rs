@@ -1,7 +1,11 @@
-//! Prometheus metrics, served as text at `GET /metrics`.
+//! Prometheus metrics, served as text at `GET /metrics`: games, moves, WebSocket
+//! connections by role, refused connections, HTTP requests and the database pool.
 
+use carcassonne_store::PoolStatus;
+use prometheus::core::Collector;
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// Every metric the server exports, registered in its own registry.
@@ -10,67 +14,136 @@ pub struct Metrics {
     registry: Registry,
     pub live_rooms: IntGauge,
     pub connections: IntGauge,
+    /// Open WebSocket connections by role: `pending` (before hello), `player`,
+    /// `spectator`.
+    pub connections_by_role: IntGaugeVec,
+    /// Connections refused or cut by a limit, by reason.
+    pub refused: IntCounterVec,
     pub moves: IntCounter,
     pub move_latency: Histogram,
     pub rejected: IntCounterVec,
+    /// HTTP requests by method, matched route and status.
+    pub http_requests: IntCounterVec,
+    /// HTTP request latency by method and matched route.
+    pub http_latency: HistogramVec,
+    /// The database pool: `size`, `idle` and `max` connections.
+    pub pool: IntGaugeVec,
+}
+
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+];
+
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric")
+}
+
+fn histogram(name: &str, help: &str) -> HistogramOpts {
+    HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec())
 }
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let registry = Registry::new();
-        let live_rooms = IntGauge::new(
-            "carcassonne_live_games",
-            "Lobbies and games held in memory by this server.",
-        )
-        .expect("valid metric");
-        let connections = IntGauge::new("carcassonne_connections", "Open WebSocket connections.")
-            .expect("valid metric");
-        let moves = IntCounter::new(
-            "carcassonne_moves_total",
-            "Commands accepted and committed.",
-        )
-        .expect("valid metric");
-        let move_latency = Histogram::with_opts(
-            HistogramOpts::new(
+        let metrics = Metrics {
+            registry: Registry::new(),
+            live_rooms: IntGauge::new(
+                "carcassonne_live_games",
+                "Lobbies and games held in memory by this server.",
+            )
+            .expect("valid metric"),
+            connections: IntGauge::new("carcassonne_connections", "Open WebSocket connections.")
+                .expect("valid metric"),
+            connections_by_role: gauge_vec(
+                "carcassonne_websocket_connections",
+                "Open WebSocket connections by role: pending (before hello), player, spectator.",
+                &["role"],
+            ),
+            refused: counter_vec(
+                "carcassonne_refused_connections_total",
+                "Connections refused or cut by a limit, by reason.",
+                &["reason"],
+            ),
+            moves: IntCounter::new(
+                "carcassonne_moves_total",
+                "Commands accepted and committed.",
+            )
+            .expect("valid metric"),
+            move_latency: Histogram::with_opts(histogram(
                 "carcassonne_move_latency_seconds",
                 "Time from a command reaching its game to its reply, database write included.",
-            )
-            .buckets(vec![
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-            ]),
-        )
-        .expect("valid metric");
-        let rejected = IntCounterVec::new(
-            Opts::new(
+            ))
+            .expect("valid metric"),
+            rejected: counter_vec(
                 "carcassonne_rejected_commands_total",
                 "Commands and messages rejected, by error code.",
+                &["code"],
             ),
-            &["code"],
-        )
-        .expect("valid metric");
-        for collector in [
-            Box::new(live_rooms.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(connections.clone()),
-            Box::new(moves.clone()),
-            Box::new(move_latency.clone()),
-            Box::new(rejected.clone()),
-        ] {
-            registry
+            http_requests: counter_vec(
+                "carcassonne_http_requests_total",
+                "HTTP requests answered, by method, matched route and status.",
+                &["method", "route", "status"],
+            ),
+            http_latency: HistogramVec::new(
+                histogram(
+                    "carcassonne_http_request_duration_seconds",
+                    "Time to answer an HTTP request, by method and matched route.",
+                ),
+                &["method", "route"],
+            )
+            .expect("valid metric"),
+            pool: gauge_vec(
+                "carcassonne_database_pool_connections",
+                "The database pool's connections: size (open), idle, max.",
+                &["state"],
+            ),
+        };
+        metrics.register_all();
+        metrics
+    }
+
+    fn register_all(&self) {
+        let collectors: [Box<dyn Collector>; 10] = [
+            Box::new(self.live_rooms.clone()),
+            Box::new(self.connections.clone()),
+            Box::new(self.connections_by_role.clone()),
+            Box::new(self.refused.clone()),
+            Box::new(self.moves.clone()),
+            Box::new(self.move_latency.clone()),
+            Box::new(self.rejected.clone()),
+            Box::new(self.http_requests.clone()),
+            Box::new(self.http_latency.clone()),
+            Box::new(self.pool.clone()),
+        ];
+        for collector in collectors {
+            self.registry
                 .register(collector)
                 .expect("metric names are unique");
-        }
-        Metrics {
-            registry,
-            live_rooms,
-            connections,
-            moves,
-            move_latency,
-            rejected,
         }
     }
 
     pub fn reject(&self, code: &str) {
         self.rejected.with_label_values(&[code]).inc();
+    }
+
+    /// Counts a connection refused or cut by a limit.
+    pub fn refuse(&self, reason: &str) {
+        self.refused.with_label_values(&[reason]).inc();
+    }
+
+    /// Records the pool's status, if the store reported one.
+    /// Sets the pool gauges from the store's report, read when metrics are scraped.
+    pub fn observe_pool(&self, status: PoolStatus) {
+        for (state, value) in [
+            ("size", status.size),
+            ("idle", status.idle),
+            ("max", status.max),
+        ] {
+            self.pool.with_label_values(&[state]).set(i64::from(value));
+        }
     }
 
     /// The Prometheus text exposition of every metric.

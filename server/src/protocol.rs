@@ -37,27 +37,47 @@ pub enum ClientMessage {
 
 const CLIENT_TYPES: [&str; 4] = ["hello", "command", "resync", "ping"];
 
-/// Parses a text frame. A frame that is not a client message gets an `error` reply
-/// with code `malformed_json` (not JSON), `unknown_type` (no known `type`) or
-/// `bad_message` (a known type with missing or wrong fields), and the connection stays.
-pub fn parse_client_message(text: &str) -> Result<ClientMessage, ErrorBody> {
-    let reject = |code: &str, message: String| ErrorBody {
-        code: code.to_owned(),
-        message,
+/// A text frame that is not a client message: the error to reply with and, when the
+/// frame is a `command` with a string `id`, that id (so the reply can be `rejected`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadFrame {
+    pub error: ErrorBody,
+    pub command_id: Option<String>,
+}
+
+/// Parses a text frame. A frame that is not a client message gets code `malformed_json`
+/// (not JSON), `unknown_type` (no known `type`) or `bad_message` (a known type with
+/// missing or wrong fields), and the connection stays.
+pub fn parse_client_message(text: &str) -> Result<ClientMessage, BadFrame> {
+    let reject = |code: &str, message: String, command_id: Option<String>| BadFrame {
+        error: ErrorBody {
+            code: code.to_owned(),
+            message,
+        },
+        command_id,
     };
     let value: Value = serde_json::from_str(text)
-        .map_err(|e| reject("malformed_json", format!("malformed JSON: {e}")))?;
+        .map_err(|e| reject("malformed_json", format!("malformed JSON: {e}"), None))?;
     let kind = value
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !CLIENT_TYPES.contains(&kind) {
         let message = format!("unknown message type {kind:?}; expected one of {CLIENT_TYPES:?}");
-        return Err(reject("unknown_type", message));
+        return Err(reject("unknown_type", message, None));
     }
     let kind = kind.to_owned();
-    serde_json::from_value(value)
-        .map_err(|e| reject("bad_message", format!("bad {kind} message: {e}")))
+    let command_id = match (kind.as_str(), value.get("id")) {
+        ("command", Some(Value::String(id))) => Some(id.clone()),
+        _ => None,
+    };
+    serde_json::from_value(value).map_err(|e| {
+        reject(
+            "bad_message",
+            format!("bad {kind} message: {e}"),
+            command_id,
+        )
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -151,7 +171,7 @@ mod tests {
     }
 
     fn code_of(text: &str) -> String {
-        parse_client_message(text).unwrap_err().code
+        parse_client_message(text).unwrap_err().error.code
     }
 
     #[test]
@@ -162,5 +182,18 @@ mod tests {
         assert_eq!(code_of(r#"{"type":"command","id":5}"#), "bad_message");
         let bad_rotation = r#"{"type":"command","id":"a","seq":1,"move":{"type":"place_tile","x":0,"y":1,"rotation":45}}"#;
         assert_eq!(code_of(bad_rotation), "bad_message");
+    }
+
+    #[test]
+    fn a_bad_command_keeps_its_string_id_for_the_reply() {
+        let id_of = |text: &str| parse_client_message(text).unwrap_err().command_id;
+        let bad_move = r#"{"type":"command","id":"c7","seq":1,"move":{"type":"fly"}}"#;
+        assert_eq!(id_of(bad_move).as_deref(), Some("c7"));
+        assert_eq!(
+            id_of(r#"{"type":"command","id":"c8"}"#).as_deref(),
+            Some("c8")
+        );
+        assert_eq!(id_of(r#"{"type":"command","id":5}"#), None);
+        assert_eq!(id_of(r#"{"type":"resync","id":"c9","last_seq":"x"}"#), None);
     }
 }

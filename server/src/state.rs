@@ -1,6 +1,8 @@
-//! The state every handler shares: the store, the live rooms, metrics and limits, and
-//! the shutdown signal with the tracker of every task that must finish before exit.
+//! The state every handler shares: the store, the live rooms, metrics and limits, the
+//! admission counters, and the shutdown signal with the tracker of every task that must
+//! finish before exit.
 
+use crate::admission::{KeyedBuckets, SlotPool};
 use crate::config::Limits;
 use crate::metrics::Metrics;
 use crate::rooms::actor::Room;
@@ -12,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// How many requests may wait for one room before senders are slowed down.
 const ROOM_QUEUE: usize = 256;
@@ -24,16 +27,44 @@ pub struct AppState {
     pub limits: Arc<Limits>,
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
+    /// Every open WebSocket connection holds one permit.
     pub connection_slots: Arc<Semaphore>,
+    /// WebSocket connections that have not said hello yet.
+    pub pending_slots: Arc<SlotPool>,
+    /// Every open TCP connection, HTTP or WebSocket.
+    pub tcp_slots: Arc<SlotPool>,
+    /// REST requests per client IP.
+    pub request_buckets: Arc<KeyedBuckets>,
+    /// Open lobbies, in all and per creating client IP: each open lobby's room holds one
+    /// place until the lobby starts, is cancelled, or is unloaded.
+    pub open_lobby_slots: Arc<SlotPool>,
 }
 
 impl AppState {
+    /// Whether the server is draining (shutdown has begun).
+    pub fn draining(&self) -> bool {
+        self.shutdown.is_cancelled()
+    }
+
     pub fn new(store: Store, limits: Limits, shutdown: CancellationToken) -> AppState {
         AppState {
             store,
             rooms: Rooms::default(),
             metrics: Arc::new(Metrics::new()),
             connection_slots: Arc::new(Semaphore::new(limits.max_connections)),
+            pending_slots: SlotPool::new(
+                limits.max_pending_connections,
+                limits.max_pending_connections_per_ip,
+            ),
+            tcp_slots: SlotPool::new(limits.max_tcp_connections, limits.max_connections_per_ip),
+            request_buckets: Arc::new(KeyedBuckets::new(
+                limits.requests_per_second,
+                limits.request_burst,
+            )),
+            open_lobby_slots: SlotPool::new(
+                limits.max_open_lobbies,
+                limits.max_open_lobbies_per_client,
+            ),
             limits: Arc::new(limits),
             shutdown,
             tasks: TaskTracker::new(),
@@ -53,16 +84,18 @@ impl AppState {
             self.metrics.clone(),
             self.shutdown.clone(),
         );
-        self.tasks.spawn(async move {
+        let span = tracing::info_span!("room", game = %id);
+        let task = async move {
             let outcome = AssertUnwindSafe(room.run(requests, shutdown))
                 .catch_unwind()
                 .await;
             if outcome.is_err() {
-                tracing::error!(room = %id, "room actor panicked; the room is unloaded");
+                tracing::error!("room actor panicked; the room is unloaded");
             }
             rooms.remove(id);
             metrics.live_rooms.dec();
-        });
+        };
+        self.tasks.spawn(task.instrument(span));
         handle
     }
 }

@@ -6,72 +6,121 @@
 //! URL). Bad frames get an `error` reply and the connection stays; a client that floods,
 //! sends oversized messages or stops answering pings is closed with the fitting code.
 
+use crate::admission::{Refused, Slot, TokenBucket};
 use crate::auth::Token;
 use crate::error::{AppError, ErrorBody};
-use crate::protocol::{ClientMessage, Role, ServerMessage, parse_client_message};
+use crate::http::TcpSlot;
+use crate::protocol::{BadFrame, ClientMessage, Role, ServerMessage, parse_client_message};
 use crate::rooms::{Connected, Outgoing, RoomHandle, RoomRequest};
 use crate::state::AppState;
+use axum::Extension;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::response::{IntoResponse, Response};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::error::RecvError;
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// Close codes (RFC 6455).
 mod close {
     pub const GOING_AWAY: u16 = 1001;
+    pub const PROTOCOL: u16 = 1002;
+    pub const INVALID_DATA: u16 = 1007;
     pub const POLICY: u16 = 1008;
     pub const TOO_BIG: u16 = 1009;
     pub const RESTART: u16 = 1012;
 }
 
-/// Frames larger than this are refused by the WebSocket layer itself.
-const FRAME_HARD_LIMIT: usize = 1 << 20;
 /// Failed hellos (bad token, private game) before the connection is closed.
 const MAX_FAILED_HELLOS: u32 = 3;
-/// How long a closing connection waits for the peer's close reply.
-const CLOSE_HANDSHAKE: Duration = Duration::from_secs(2);
-/// Longest accepted command id.
+/// Longest accepted command id, in characters.
 const MAX_COMMAND_ID: usize = 64;
+
+/// Where a connection comes from, as the accept loop recorded it. Absent only when the
+/// router is driven without our accept loop, which then counts as one unknown client.
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 
 pub async fn upgrade(
     State(state): State<AppState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
+    peer: Peer,
+    tcp_slot: Option<Extension<TcpSlot>>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let Some(room) = state.rooms.get(id) else {
+    // A malformed id names no game, like an unknown one: 404 rather than a parse error.
+    let Some(room) = Uuid::parse_str(&id).ok().and_then(|id| state.rooms.get(id)) else {
         return AppError::NotFound("no live game with this id").into_response();
     };
-    let Ok(permit) = state.connection_slots.clone().try_acquire_owned() else {
-        state.metrics.reject("too_many_connections");
-        return AppError::TooManyConnections.into_response();
+    let peer = peer.map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |p| p.0.0);
+    let places = match take_places(&state, peer.ip()) {
+        Ok(places) => places,
+        Err(reason) => {
+            state.metrics.refuse(reason);
+            state.metrics.reject("too_many_connections");
+            return AppError::TooManyConnections.into_response();
+        }
     };
+    let limits = &state.limits;
+    let socket = ws
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes)
+        .write_buffer_size(0)
+        .max_write_buffer_size(limits.max_write_buffer_bytes.max(1));
     let tasks = state.tasks.clone();
-    ws.max_message_size(FRAME_HARD_LIMIT)
-        .max_frame_size(FRAME_HARD_LIMIT)
-        .on_upgrade(move |socket| tasks.track_future(serve_connection(socket, room, state, permit)))
+    let span = tracing::info_span!("connection", game = %room.id, %peer,
+        role = tracing::field::Empty, seat = tracing::field::Empty);
+    let tcp_slot = tcp_slot.map(|Extension(slot)| slot);
+    socket.on_upgrade(move |socket| {
+        let connection = serve_connection(socket, room, state, places, tcp_slot);
+        tasks.track_future(connection.instrument(span))
+    })
+}
+
+/// The places a new WebSocket connection holds: one of all connections, and one of
+/// those that have not said hello yet.
+struct Places {
+    /// Held, never read: dropping it gives the place back.
+    _connection: OwnedSemaphorePermit,
+    pending: Option<Slot>,
+}
+
+/// Takes both places, or names the limit that refused (a metrics reason).
+fn take_places(state: &AppState, ip: IpAddr) -> Result<Places, &'static str> {
+    let pending = state
+        .pending_slots
+        .try_take(ip)
+        .map_err(|refused| match refused {
+            Refused::Full => "pending_connections",
+            Refused::FullForClient => "pending_connections_per_ip",
+        })?;
+    let connection = state
+        .connection_slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| "websocket_connections")?;
+    Ok(Places {
+        _connection: connection,
+        pending: Some(pending),
+    })
 }
 
 async fn serve_connection(
     socket: WebSocket,
     room: RoomHandle,
     state: AppState,
-    permit: OwnedSemaphorePermit,
+    mut places: Places,
+    _tcp_slot: Option<TcpSlot>,
 ) {
+    tracing::info!("connection opened");
     state.metrics.connections.inc();
-    let mut connection = Connection {
-        socket,
-        room,
-        state: state.clone(),
-        token_hash: None,
-        last_seq: None,
-        last_heard: Instant::now(),
-        bucket: TokenBucket::new(state.limits.messages_per_second, state.limits.message_burst),
-    };
+    let mut connection = Connection::new(socket, room, state.clone());
+    connection.set_role("pending");
     if let Some(connected) = connection.await_hello().await {
+        places.pending = None;
         connection.play(connected).await;
     }
     if let Some(hash) = connection.token_hash.take() {
@@ -82,8 +131,10 @@ async fn serve_connection(
             })
             .await;
     }
+    connection.log_end();
+    connection.clear_role();
     state.metrics.connections.dec();
-    drop(permit);
+    drop(places);
 }
 
 /// What the loop should do after handling a frame.
@@ -92,25 +143,95 @@ enum Flow {
     Close(u16, &'static str),
 }
 
+/// How a connection ended, for the close log.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    /// We closed it with this code and reason.
+    Closed(u16, &'static str),
+    /// The client closed it, or its socket ended.
+    ByClient,
+    /// A send failed or timed out: the client stopped reading or is gone.
+    SendFailed,
+}
+
 struct Connection {
     socket: WebSocket,
     room: RoomHandle,
     state: AppState,
     /// Set once a player has said hello with a valid seat token.
     token_hash: Option<String>,
+    /// The seat this connection plays, as last told to the client.
+    seat: Option<u8>,
+    /// The role counted in the connections metric.
+    role: Option<&'static str>,
     /// The last update this client was sent.
     last_seq: Option<u64>,
+    /// The highest `seq` this connection's commands were acknowledged with.
+    highest_ack: Option<u64>,
     last_heard: Instant,
     bucket: TokenBucket,
+    ending: Option<Ending>,
 }
 
 impl Connection {
+    fn new(socket: WebSocket, room: RoomHandle, state: AppState) -> Connection {
+        let bucket = TokenBucket::new(state.limits.messages_per_second, state.limits.message_burst);
+        Connection {
+            socket,
+            room,
+            state,
+            token_hash: None,
+            seat: None,
+            role: None,
+            last_seq: None,
+            highest_ack: None,
+            last_heard: Instant::now(),
+            bucket,
+            ending: None,
+        }
+    }
+
+    /// Moves this connection to `role` in the connections-by-role gauge.
+    fn set_role(&mut self, role: &'static str) {
+        self.clear_role();
+        let gauge = &self.state.metrics.connections_by_role;
+        gauge.with_label_values(&[role]).inc();
+        self.role = Some(role);
+        // The span's role is recorded once, at hello: text logs would show a changed
+        // field twice. Until then a connection's log lines have no role.
+        if role != "pending" {
+            tracing::Span::current().record("role", role);
+        }
+    }
+
+    fn clear_role(&mut self) {
+        if let Some(role) = self.role.take() {
+            let gauge = &self.state.metrics.connections_by_role;
+            gauge.with_label_values(&[role]).dec();
+        }
+    }
+
+    fn log_end(&self) {
+        match self.ending.unwrap_or(Ending::ByClient) {
+            Ending::Closed(code, reason) => {
+                tracing::info!(code, reason, "connection closed by the server")
+            }
+            Ending::ByClient => tracing::info!("connection closed by the client"),
+            Ending::SendFailed => {
+                tracing::info!("connection dropped: the client did not read in time")
+            }
+        }
+    }
+
     /// Waits for a valid `hello`; `None` when the connection ended first.
     async fn await_hello(&mut self) -> Option<Connected> {
         let deadline = tokio::time::sleep(self.state.limits.hello_timeout);
         tokio::pin!(deadline);
         let mut failures = 0;
         loop {
+            if self.is_dead() {
+                return None;
+            }
             let frame = tokio::select! {
                 frame = self.socket.recv() => frame,
                 _ = &mut deadline => {
@@ -151,7 +272,7 @@ impl Connection {
                     })
                     .await;
                 }
-                Err(body) => self.send_error_body(body).await,
+                Err(bad) => self.send_error_body(bad.error).await,
             }
         }
     }
@@ -173,11 +294,20 @@ impl Connection {
             })
             .await?;
         self.token_hash = token_hash;
+        self.seat = connected.seat;
         let role = if connected.seat.is_some() {
             Role::Player
         } else {
             Role::Spectator
         };
+        self.set_role(match role {
+            Role::Player => "player",
+            Role::Spectator => "spectator",
+        });
+        if let Some(seat) = connected.seat {
+            tracing::Span::current().record("seat", seat);
+        }
+        tracing::info!("hello: connection joined its game");
         let welcome = ServerMessage::Welcome {
             game_id: self.room.id,
             role,
@@ -195,7 +325,7 @@ impl Connection {
         let mut pings = tokio::time::interval(self.state.limits.ping_interval);
         pings.reset();
         self.last_heard = Instant::now();
-        loop {
+        while !self.is_dead() {
             let flow = tokio::select! {
                 frame = self.socket.recv() => match self.screen(frame).await {
                     Screened::Text(text) => self.on_text(&text).await,
@@ -222,9 +352,10 @@ impl Connection {
         let message = match frame {
             Some(Ok(message)) => message,
             Some(Err(error)) => {
-                tracing::debug!(%error, "websocket receive failed");
-                self.close(close::TOO_BIG, "unreadable or oversized frame")
-                    .await;
+                if let Some((code, reason)) = close_for_receive_error(error) {
+                    self.state.metrics.reject(reason_code(code));
+                    self.close(code, reason).await;
+                }
                 return Screened::End;
             }
             None => return Screened::End,
@@ -248,6 +379,11 @@ impl Connection {
                 Screened::End
             }
             Message::Text(text) => Screened::Text(text),
+            Message::Binary(_) if !self.bucket.take() => {
+                self.state.metrics.reject("rate_limited");
+                self.close(close::POLICY, "rate limit exceeded").await;
+                Screened::End
+            }
             Message::Binary(_) => {
                 let body = ErrorBody {
                     code: "bad_message".into(),
@@ -277,13 +413,33 @@ impl Connection {
                 };
                 self.send_error_body(body).await;
             }
-            Err(body) => self.send_error_body(body).await,
+            Err(bad) => self.on_bad_frame(bad).await,
         }
         Flow::Continue
     }
 
+    /// A bad command with a usable id still gets its one reply, `rejected`; any other
+    /// bad frame gets an `error`.
+    async fn on_bad_frame(&mut self, bad: BadFrame) {
+        match bad.command_id {
+            Some(id) => {
+                self.state.metrics.reject(&bad.error.code);
+                let reply = ServerMessage::Rejected {
+                    id,
+                    error: bad.error,
+                };
+                self.send_text(reply.to_json().into()).await;
+            }
+            None => self.send_error_body(bad.error).await,
+        }
+    }
+
     async fn on_command(&mut self, id: String, expected_seq: u64, mv: carcassonne_core::Move) {
-        let outcome = match (&self.token_hash, id.is_empty() || id.len() > MAX_COMMAND_ID) {
+        let id_length = id.chars().count();
+        let outcome = match (
+            &self.token_hash,
+            id_length == 0 || id_length > MAX_COMMAND_ID,
+        ) {
             (_, true) => Err(AppError::BadRequest(format!(
                 "a command id is 1 to {MAX_COMMAND_ID} characters"
             ))),
@@ -302,7 +458,10 @@ impl Connection {
             }
         };
         let reply = match outcome {
-            Ok(seq) => ServerMessage::Ack { id, seq },
+            Ok(seq) => {
+                self.refund_if_new(seq);
+                ServerMessage::Ack { id, seq }
+            }
             Err(error) => {
                 self.state.metrics.reject(error.code());
                 ServerMessage::Rejected {
@@ -312,6 +471,17 @@ impl Connection {
             }
         };
         self.send_text(reply.to_json().into()).await;
+    }
+
+    /// A command the game newly accepted gives its token back: the game paces moves
+    /// (one player at a time, each move written before the next), so they cannot flood,
+    /// and a client that answers instantly must never be cut off. Retries acknowledged
+    /// again with an old `seq` still pay.
+    fn refund_if_new(&mut self, seq: u64) {
+        if self.highest_ack.is_none_or(|highest| seq > highest) {
+            self.highest_ack = Some(seq);
+            self.bucket.give_back();
+        }
     }
 
     async fn on_broadcast(&mut self, update: Result<Arc<Outgoing>, RecvError>) -> Flow {
@@ -365,23 +535,33 @@ impl Connection {
         if let Some(seq) = outgoing.seq {
             self.last_seq = Some(seq);
         }
-        if let (Some(reseated), Some(hash)) = (&outgoing.reseated, &self.token_hash)
-            && let Some(&seat) = reseated.get(hash)
-        {
-            let welcome = ServerMessage::Welcome {
-                game_id: self.room.id,
-                role: Role::Player,
-                seat: Some(seat),
-            };
-            self.send_text(welcome.to_json().into()).await;
+        let new_seat = match (&outgoing.reseated, &self.token_hash) {
+            (Some(reseated), Some(hash)) => reseated.get(hash).copied(),
+            _ => None,
+        };
+        if let Some(seat) = new_seat.filter(|&seat| Some(seat) != self.seat) {
+            self.reseat(seat).await;
         }
+    }
+
+    /// Tells the client its new seat: only when it changed, so one start gives one
+    /// `welcome` at most.
+    async fn reseat(&mut self, seat: u8) {
+        self.seat = Some(seat);
+        tracing::Span::current().record("seat", seat);
+        let welcome = ServerMessage::Welcome {
+            game_id: self.room.id,
+            role: Role::Player,
+            seat: Some(seat),
+        };
+        self.send_text(welcome.to_json().into()).await;
     }
 
     async fn on_ping_tick(&mut self) -> Flow {
         if self.last_heard.elapsed() > self.state.limits.idle_timeout {
             return Flow::Close(close::GOING_AWAY, "no pong in time");
         }
-        let _ = self.socket.send(Message::Ping(Default::default())).await;
+        self.send(Message::Ping(Default::default())).await;
         Flow::Continue
     }
 
@@ -398,8 +578,29 @@ impl Connection {
     }
 
     async fn send_text(&mut self, text: Utf8Bytes) {
-        // A failed send means the peer is gone; the receive side will notice and end.
-        let _ = self.socket.send(Message::Text(text)).await;
+        self.send(Message::Text(text)).await;
+    }
+
+    /// Sends one message within the send timeout. A send that fails or times out marks
+    /// the connection dead: the client is gone or does not read, and nothing more is
+    /// sent to it, so it can neither hold memory nor hold up shutdown.
+    async fn send(&mut self, message: Message) {
+        if self.is_dead() {
+            return;
+        }
+        let sent = tokio::time::timeout(self.state.limits.send_timeout, self.socket.send(message));
+        let failure = match sent.await {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "timed out".to_owned(),
+        };
+        tracing::debug!(%failure, "send failed");
+        self.state.metrics.refuse("send_timeout_or_failure");
+        self.ending = Some(Ending::SendFailed);
+    }
+
+    fn is_dead(&self) -> bool {
+        matches!(self.ending, Some(Ending::SendFailed))
     }
 
     /// Closes with `code`, then waits briefly for the peer's close reply (reading and
@@ -410,9 +611,11 @@ impl Connection {
             code,
             reason: Utf8Bytes::from_static(reason),
         };
-        if self.socket.send(Message::Close(Some(frame))).await.is_err() {
+        self.send(Message::Close(Some(frame))).await;
+        if self.is_dead() {
             return;
         }
+        self.ending = Some(Ending::Closed(code, reason));
         let drain = async {
             while let Some(Ok(message)) = self.socket.recv().await {
                 if matches!(message, Message::Close(_)) {
@@ -420,7 +623,29 @@ impl Connection {
                 }
             }
         };
-        let _ = tokio::time::timeout(CLOSE_HANDSHAKE, drain).await;
+        let _ = tokio::time::timeout(self.state.limits.close_handshake, drain).await;
+    }
+}
+
+/// The close code for a frame the WebSocket layer could not read, or `None` when the
+/// connection is simply gone (nothing can be sent any more).
+fn close_for_receive_error(error: axum::Error) -> Option<(u16, &'static str)> {
+    let error = error.into_inner().downcast::<tungstenite::Error>().ok()?;
+    tracing::debug!(%error, "websocket receive failed");
+    match *error {
+        tungstenite::Error::Capacity(_) => Some((close::TOO_BIG, "message too big")),
+        tungstenite::Error::Utf8(_) => Some((close::INVALID_DATA, "text is not valid UTF-8")),
+        tungstenite::Error::Protocol(_) => Some((close::PROTOCOL, "websocket protocol error")),
+        _ => None,
+    }
+}
+
+/// The rejection code counted for a connection closed by a receive error.
+fn reason_code(code: u16) -> &'static str {
+    match code {
+        close::TOO_BIG => "message_too_big",
+        close::INVALID_DATA => "invalid_utf8",
+        _ => "protocol_error",
     }
 }
 
@@ -428,51 +653,4 @@ enum Screened {
     Text(Utf8Bytes),
     Skip,
     End,
-}
-
-/// A token bucket: `rate` messages a second sustained, `burst` at once.
-struct TokenBucket {
-    rate: f64,
-    burst: f64,
-    tokens: f64,
-    refilled: Instant,
-}
-
-impl TokenBucket {
-    fn new(rate: u32, burst: u32) -> TokenBucket {
-        TokenBucket {
-            rate: rate as f64,
-            burst: burst as f64,
-            tokens: burst as f64,
-            refilled: Instant::now(),
-        }
-    }
-
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        let earned = now.duration_since(self.refilled).as_secs_f64() * self.rate;
-        self.tokens = (self.tokens + earned).min(self.burst);
-        self.refilled = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bucket_allows_a_burst_then_the_sustained_rate() {
-        let mut bucket = TokenBucket::new(10, 5);
-        assert!((0..5).all(|_| bucket.take()));
-        assert!(!bucket.take());
-        bucket.refilled -= Duration::from_millis(250);
-        assert!(bucket.take() && bucket.take());
-        assert!(!bucket.take());
-    }
 }

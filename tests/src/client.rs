@@ -240,8 +240,10 @@ impl WsClient {
         if let Some(message) = self.pending.pop_front() {
             return message;
         }
+        // One deadline for the whole wait: the server's pings must not keep extending it.
+        let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
-            let frame = tokio::time::timeout(PATIENCE, self.socket.next())
+            let frame = tokio::time::timeout_at(deadline, self.socket.next())
                 .await
                 .expect("a message within the patience window")
                 .expect("the connection is open")

@@ -7,9 +7,11 @@
 //!   applying every patch and checks that `seq` never skips.
 //! * [`proxy`]: a TCP proxy to cut the server off from its database and reconnect it.
 //! * [`table`]: several clients seated at one game, playing it move by move.
+//! * [`raw`]: raw TCP and WebSocket frames from a chosen client address, for abuse tests.
 
 pub mod client;
 pub mod database;
 pub mod proxy;
+pub mod raw;
 pub mod server;
 pub mod table;

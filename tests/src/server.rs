@@ -85,14 +85,21 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a server whose rate limit lets scripted clients play as fast as they can
-    /// (humans never come near the defaults; the flood test uses them).
+    /// Starts a server with the default limits: scripted clients that play as fast as
+    /// they can must never be cut off by them.
     pub async fn start(database_url: &str) -> TestServer {
+        TestServer::start_with(database_url, &[]).await
+    }
+
+    /// Starts a server whose WebSocket rate limit lets a client send rejected commands
+    /// as fast as it can: for tests that probe many illegal moves on purpose, which the
+    /// default limit (rightly) treats as a flood.
+    pub async fn start_without_rate_limit(database_url: &str) -> TestServer {
         let unlimited = [
             "--messages-per-second",
-            "100000",
+            "1000000",
             "--message-burst",
-            "100000",
+            "1000000",
         ];
         TestServer::start_with(database_url, &unlimited).await
     }
@@ -108,7 +115,10 @@ impl TestServer {
                 database_url,
             ])
             .args(options)
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("E2E_SERVER_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -168,14 +178,26 @@ impl TestServer {
     }
 
     /// SIGTERM, then waits for the process to drain and exit.
-    pub async fn terminate(mut self) -> ExitStatus {
+    pub async fn terminate(self) -> ExitStatus {
+        self.terminate_within(Duration::from_secs(30)).await.0
+    }
+
+    /// SIGTERM, then waits at most `bound` for the process to drain and exit; returns
+    /// its exit status and everything it logged.
+    pub async fn terminate_within(mut self, bound: Duration) -> (ExitStatus, String) {
         let pid = self.child.id().expect("a running server") as libc::pid_t;
         // SAFETY: sending a signal to our own child process has no memory effects.
         unsafe { libc::kill(pid, libc::SIGTERM) };
-        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
-            .await
-            .expect("the server exits within 30 s of SIGTERM")
-            .expect("wait for the server")
+        let exited = tokio::time::timeout(bound, self.child.wait()).await;
+        let status = exited.unwrap_or_else(|_| {
+            panic!(
+                "the server did not exit within {bound:?} of SIGTERM:\n{}",
+                self.log()
+            )
+        });
+        // The log reader sees the end of the stream just after the exit.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (status.expect("wait for the server"), self.log())
     }
 }
 
@@ -191,10 +213,19 @@ impl Drop for TestServer {
     }
 }
 
+/// The address in the "listening" log line, written as text (`address=...`) or JSON
+/// (`"address":"..."`).
 fn listening_address(line: &str) -> Option<SocketAddr> {
     if !line.contains("listening") {
         return None;
     }
-    let start = line.find("address=")? + "address=".len();
-    line[start..].split_whitespace().next()?.parse().ok()
+    if let Some(start) = line.find("address=") {
+        return line[start + "address=".len()..]
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok();
+    }
+    let start = line.find("\"address\":\"")? + "\"address\":\"".len();
+    line[start..].split('"').next()?.parse().ok()
 }

@@ -50,8 +50,11 @@ async fn a_lost_database_gives_try_again_errors_and_play_resumes_when_it_returns
         (status, body["error"]["code"].as_str()),
         (503, Some("storage_unavailable"))
     );
-    let (_, health) = api.get("/healthz").await;
-    assert_eq!(health["database"], "unavailable");
+    let (status, ready) = api.get("/readyz").await;
+    assert_eq!(
+        (status, &ready["error"]["code"]),
+        (503, &json!("database_unavailable"))
+    );
     // The game in memory is still served, unchanged.
     let spectator = table.spectator.as_mut().unwrap();
     spectator
@@ -79,8 +82,8 @@ async fn a_lost_database_gives_try_again_errors_and_play_resumes_when_it_returns
         status, 200,
         "the finished game was written once the database returned"
     );
-    let (_, health) = api.get("/healthz").await;
-    assert_eq!(health["database"], "ok");
+    let (_, ready) = api.get("/readyz").await;
+    assert_eq!(ready["database"], "ok");
 }
 
 /// The database commits a move but the reply to COMMIT is lost on the way back: the server

@@ -279,7 +279,7 @@ async fn tiles_health_metrics_and_openapi_are_served() {
     assert_eq!(d["edges"], json!(["city", "road", "field", "road"]));
     assert_eq!(d["segments"][2]["halves"], json!(["En", "Wn"]));
     assert_eq!(d["segments"][2]["borders"], json!(["c1"]));
-    let (status, health) = api.get("/healthz").await;
+    let (status, health) = api.get("/readyz").await;
     assert_eq!(status, 200);
     assert_eq!(health["database"], "ok");
     let (status, metrics) = api.get("/metrics").await;
@@ -405,4 +405,40 @@ async fn names_with_invisible_or_reordering_characters_are_refused() {
         )
         .await;
     assert_eq!((status, code(&body)), (409, "already_seated"), "{body}");
+}
+
+/// Lobby creation is bounded per client (and in all, by the same pool of places, whose
+/// unit tests cover the total): a client at its bound gets 429 `too_many_lobbies`, and
+/// gets its place back when one of its lobbies starts or is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_lobbies_are_bounded_per_client() {
+    let database = TestDatabase::sqlite();
+    let options = ["--max-open-lobbies-per-client", "2"];
+    let server = TestServer::start_with(&database.url(), &options).await;
+    let api = Api::new(server.http());
+    let first = api.create_lobby("ann", 2, json!({})).await;
+    let second = api.create_lobby("bob", 2, json!({})).await;
+    let body = json!({ "name": "third", "seats": 2, "display_name": "cat" });
+    let (status, refused) = api.post("/api/lobbies", body.clone()).await;
+    assert_eq!(
+        (status, code(&refused)),
+        (429, "too_many_lobbies"),
+        "{refused}"
+    );
+
+    let (status, _) = api
+        .post_as(
+            &format!("/api/lobbies/{}/cancel", first.lobby),
+            &first.token,
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    api.join(&second.lobby, "dan").await;
+    api.start(&second).await;
+    let (status, created) = api.post("/api/lobbies", body.clone()).await;
+    assert_eq!(
+        status, 201,
+        "places come back on cancel and start: {created}"
+    );
 }

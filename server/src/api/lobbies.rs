@@ -5,6 +5,7 @@
 //! returned once, by `create` (the creator's seat) or `join`; `leave`, `start` and
 //! `cancel` take it as `Authorization: Bearer TOKEN`.
 
+use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, printable_text, resolve_identity};
 use crate::api::schemas::{RulesSchema, StatusName};
@@ -17,11 +18,12 @@ use crate::rooms::{RoomHandle, RoomRequest};
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use carcassonne_core::Rules;
 use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
 use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -153,9 +155,19 @@ fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
         (status = 429, body = ErrorResponse, description = "`too_many_lobbies`: too many open lobbies, from this client or on the server")))]
 pub async fn create_lobby(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     AppJson(body): AppJson<CreateLobby>,
 ) -> Result<(StatusCode, Json<SeatGranted>), AppError> {
     let name = validate_new_lobby(&body)?;
+    let place = state
+        .open_lobby_slots
+        .try_take(peer.ip())
+        .map_err(|refused| match refused {
+            Refused::Full => AppError::TooManyLobbies("the server holds its most open lobbies"),
+            Refused::FullForClient => {
+                AppError::TooManyLobbies("this client holds its most open lobbies")
+            }
+        })?;
     let (creator_name, player_id) = resolve_identity(&state.store, body.creator).await?;
     let now = now_millis();
     let code = (!body.public).then(invite_code);
@@ -190,12 +202,14 @@ pub async fn create_lobby(
         .map_err(AppError::from_store)?;
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
     let invite_code = code;
-    state.spawn_room(Room::open(
+    let mut room = Room::open(
         lobby,
         vec![seat],
         state.store.clone(),
         state.metrics.clone(),
-    ));
+    );
+    room.hold_open_lobby_place(place);
+    state.spawn_room(room);
     let granted = SeatGranted {
         lobby: view,
         seat: 0,

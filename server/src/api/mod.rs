@@ -27,7 +27,7 @@ use utoipa::{Modify, OpenApi};
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         players::create_player, players::show_player, matches::player_matches,
         matches::list_matches, matches::show_match, matches::match_record,
-        tiles::list_tiles, system::healthz, system::metrics,
+        tiles::list_tiles, system::healthz, system::readyz, system::metrics,
     ),
     components(schemas(ErrorBody, ErrorResponse)),
     modifiers(&SeatTokenAuth, &CommonResponses),

@@ -14,6 +14,7 @@
 //! an RFC 6902 patch from the previous public state. The last updates are kept so that a
 //! client coming back with the last `seq` it saw can be sent just what it missed.
 
+use crate::admission::Slot;
 use crate::api::players::name_key;
 use crate::auth::{Token, invite_code_hash};
 use crate::clock::{now_millis, rfc3339};
@@ -95,6 +96,8 @@ pub struct Room {
     ended_at: Option<Instant>,
     /// A change written with an unknown outcome, to settle before the next write.
     unconfirmed: Option<Change>,
+    /// While the lobby is open: its place among the open lobbies its creator may hold.
+    open_lobby_place: Option<Slot>,
 }
 
 impl Room {
@@ -117,7 +120,14 @@ impl Room {
             connections: HashMap::new(),
             ended_at: None,
             unconfirmed: None,
+            open_lobby_place: None,
         }
+    }
+
+    /// Keeps `place` while the lobby takes seats; it is given back when the game starts
+    /// or the lobby is cancelled.
+    pub fn hold_open_lobby_place(&mut self, place: Slot) {
+        self.open_lobby_place = Some(place);
     }
 
     /// Brings an unfinished lobby or game back from the database by replaying its log.
@@ -694,6 +704,7 @@ impl Room {
                 self.publish(vec![json!({ "type": "seat_freed", "seat": seat })], None);
             }
             Change::Cancelled => {
+                self.open_lobby_place = None;
                 self.lobby.status = LobbyStatus::Cancelled;
                 self.ended_at = Some(Instant::now());
                 tracing::info!("lobby cancelled");
@@ -732,6 +743,7 @@ impl Room {
             Arc::new(seats_by_token)
         });
         (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
+        self.open_lobby_place = None;
         tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
         let opening = opening
             .iter()
