@@ -101,10 +101,7 @@ async fn pipe(inbound: TcpStream, outbound: TcpStream, lose_commit_reply: Arc<At
         let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
     });
     let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        let Ok(read) = client_read.read(&mut buffer).await else {
-            break;
-        };
+    while let Ok(read) = client_read.read(&mut buffer).await {
         if read == 0 || server_write.write_all(&buffer[..read]).await.is_err() {
             break;
         }
