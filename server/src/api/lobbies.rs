@@ -200,6 +200,7 @@ pub async fn create_lobby(
         .create_lobby(&lobby, &seat)
         .await
         .map_err(AppError::from_store)?;
+    tracing::info!(lobby = %lobby.id, seats = lobby.seat_count, public = lobby.public, "lobby created");
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
     let invite_code = code;
     let mut room = Room::open(
