@@ -5,13 +5,12 @@
 //! and the JSON body of 405 answers.
 
 use crate::admission::{Refused, Slot};
-use crate::error::{ErrorBody, ErrorResponse};
+use crate::error::AppError;
 use crate::state::AppState;
-use axum::Json;
 use axum::Router;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::HeaderValue;
 use axum::http::header::RETRY_AFTER;
-use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper::body::Incoming;
@@ -131,12 +130,7 @@ pub async fn limit_requests(
 }
 
 fn too_many_requests(wait: Duration) -> Response {
-    let error = ErrorBody {
-        code: "rate_limited".into(),
-        message: "too many requests; slow down".into(),
-    };
-    let mut response =
-        (StatusCode::TOO_MANY_REQUESTS, Json(ErrorResponse { error })).into_response();
+    let mut response = AppError::RateLimited.into_response();
     let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
     response
         .headers_mut()
@@ -172,13 +166,5 @@ pub async fn observe_requests(
 
 /// The answer to a known path with the wrong method.
 pub async fn method_not_allowed() -> Response {
-    let error = ErrorBody {
-        code: "method_not_allowed".into(),
-        message: "this endpoint does not accept this method".into(),
-    };
-    (
-        StatusCode::METHOD_NOT_ALLOWED,
-        Json(ErrorResponse { error }),
-    )
-        .into_response()
+    AppError::MethodNotAllowed.into_response()
 }
