@@ -48,6 +48,11 @@ pub fn invite_code_hash(code: &str) -> String {
     Token::from_client(code).hash()
 }
 
+/// Whether `given` is the invite code stored as `expected_hash`; never without a code.
+pub fn invite_code_matches(expected_hash: &str, given: Option<&str>) -> bool {
+    given.is_some_and(|code| invite_code_hash(code) == expected_hash)
+}
+
 /// A short random invite code for a private lobby (64 bits).
 pub fn invite_code() -> String {
     random_text(8)
@@ -71,8 +76,8 @@ pub fn may_see_private(
     headers: &HeaderMap,
 ) -> bool {
     let header = |name| headers.get(name).and_then(|value| value.to_str().ok());
-    let given = header(INVITE_CODE_HEADER).map(|code| invite_code_hash(code.trim()));
-    let code_fits = invite_hash.is_some() && given.as_deref() == invite_hash;
+    let given = header(INVITE_CODE_HEADER).map(str::trim);
+    let code_fits = invite_hash.is_some_and(|expected| invite_code_matches(expected, given));
     let holds_seat =
         bearer_token(headers).is_ok_and(|token| seat_token_hashes.contains(&token.hash().as_str()));
     code_fits || holds_seat
@@ -107,6 +112,16 @@ mod tests {
         assert_eq!(a.hash().len(), 64);
         assert_eq!(a.hash(), Token::from_client(a.reveal()).hash());
         assert!(!format!("{a:?}").contains(a.reveal()));
+    }
+
+    #[test]
+    fn invite_codes_match_only_their_stored_hash() {
+        let code = invite_code();
+        let stored = invite_code_hash(&code);
+        assert!(invite_code_matches(&stored, Some(&code)));
+        assert!(!invite_code_matches(&stored, Some("wrong")));
+        assert!(!invite_code_matches(&stored, None));
+        assert_ne!(stored, code, "only the hash is kept");
     }
 
     #[test]

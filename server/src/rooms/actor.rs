@@ -16,7 +16,7 @@
 
 use crate::admission::Slot;
 use crate::api::players::name_key;
-use crate::auth::{Token, invite_code_hash};
+use crate::auth::{Token, invite_code_matches};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::AppError;
 use crate::metrics::Metrics;
@@ -331,7 +331,7 @@ impl Room {
     fn invite_code_fits(&self, code: Option<&str>) -> bool {
         match &self.lobby.invite_hash {
             None => true,
-            Some(expected) => code.map(invite_code_hash).as_ref() == Some(expected),
+            Some(expected) => invite_code_matches(expected, code),
         }
     }
 
