@@ -4,6 +4,7 @@
 //! `main.rs` and `docs/operations.md`); the defaults are the values a small public server
 //! should run with.
 
+use crate::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
 use std::time::Duration;
 
@@ -12,6 +13,10 @@ pub struct Config {
     /// The database URL (`postgres://...` or `sqlite://FILE`) and its pool's limits.
     pub store: StoreOptions,
     pub limits: Limits,
+    /// Lobby expiry and the bots that play for seats.
+    pub rooms: RoomSettings,
+    /// Threads that bots think on, apart from the async runtime's.
+    pub bot_threads: usize,
 }
 
 impl Config {
@@ -20,8 +25,16 @@ impl Config {
         Config {
             store: StoreOptions::new(database_url),
             limits: Limits::default(),
+            rooms: RoomSettings::default(),
+            bot_threads: default_bot_threads(),
         }
     }
+}
+
+/// One bot thread per core but one, and at least one: the runtime keeps a core for moves.
+pub fn default_bot_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.saturating_sub(1).max(1)
 }
 
 /// Limits that keep one client from hurting the others. A per-IP limit of 0 means "no

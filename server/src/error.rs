@@ -51,6 +51,16 @@ pub enum AppError {
     StaleSeq { expected: u64, current: u64 },
     #[error("{0}")]
     IllegalMove(#[from] PlayError),
+    #[error("this turn ran out of time and is being played for the seat")]
+    TurnTimedOut,
+    #[error("the seat was abandoned after repeated timeouts; say hello again to take it back")]
+    SeatAbandoned,
+    #[error("the seat has resigned; a bot plays it to the end")]
+    Resigned,
+    #[error("every seat has placed a tile: the game can no longer be aborted (resign instead)")]
+    TooLateToAbort,
+    #[error("seat {0} is not held by a bot")]
+    NotABot(u8),
     #[error("this game is private")]
     PrivateGame,
     #[error("the database is unavailable; nothing was changed, try again")]
@@ -90,6 +100,11 @@ impl AppError {
             AppError::NotYourTurn(_) => "not_your_turn",
             AppError::StaleSeq { .. } => "stale_seq",
             AppError::IllegalMove(error) => error.code(),
+            AppError::TurnTimedOut => "turn_timed_out",
+            AppError::SeatAbandoned => "seat_abandoned",
+            AppError::Resigned => "resigned",
+            AppError::TooLateToAbort => "too_late_to_abort",
+            AppError::NotABot(_) => "not_a_bot",
             AppError::PrivateGame => "private_game",
             AppError::StorageUnavailable => "storage_unavailable",
             AppError::TooManyConnections => "too_many_connections",
@@ -119,7 +134,12 @@ impl AppError {
             | AppError::GameNotStarted
             | AppError::GameOver
             | AppError::NotYourTurn(_)
-            | AppError::StaleSeq { .. } => StatusCode::CONFLICT,
+            | AppError::StaleSeq { .. }
+            | AppError::TurnTimedOut
+            | AppError::SeatAbandoned
+            | AppError::Resigned
+            | AppError::TooLateToAbort
+            | AppError::NotABot(_) => StatusCode::CONFLICT,
             AppError::StorageUnavailable
             | AppError::TooManyConnections
             | AppError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,

@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod bots;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod rooms;
 pub mod state;
 pub mod ws;
 
+use crate::bots::BotPool;
 use crate::config::Config;
 use crate::error::AppError;
 use crate::rooms::actor::Room;
@@ -73,7 +75,8 @@ pub async fn run(
     let Some(store) = connect_store(&config.store, &shutdown).await? else {
         return Ok(());
     };
-    let state = AppState::new(store, config.limits, shutdown.clone());
+    let state = AppState::new(store, config.limits, shutdown.clone())
+        .with_rooms(config.rooms, BotPool::new(config.bot_threads));
     restore_rooms(&state).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
@@ -111,7 +114,7 @@ async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
     let count = live.len();
     for game in live {
         let id = game.lobby.id;
-        match Room::restore(game, state.store.clone(), state.metrics.clone()) {
+        match Room::restore(game, state.room_services()) {
             Ok(room) => {
                 state.spawn_room(room);
             }

@@ -1,7 +1,9 @@
 //! `carcassonne-server`: `serve` (the default) runs the game server; `replay` checks a
 //! game record; `healthcheck` asks a running server whether it is ready.
 
-use carcassonne_server::config::{Config, Limits};
+use carcassonne_bots::BotLevel;
+use carcassonne_server::config::{Config, Limits, default_bot_threads};
+use carcassonne_server::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::fmt;
@@ -88,6 +90,28 @@ struct ServeArgs {
     rates: RateArgs,
     #[command(flatten)]
     timeouts: TimeoutArgs,
+    #[command(flatten)]
+    rooms: RoomArgs,
+}
+
+#[derive(Args, Clone)]
+struct RoomArgs {
+    /// An open lobby with no change (no seat taken or freed) for this long is cancelled.
+    #[arg(long, env = "LOBBY_IDLE_TIMEOUT", default_value_t = HumanDuration(RoomSettings::default().lobby_idle_timeout))]
+    lobby_idle_timeout: HumanDuration,
+    /// Threads bots think on, apart from the runtime's (default: one per core but one).
+    #[arg(long, env = "BOT_THREADS", default_value_t = default_bot_threads())]
+    bot_threads: usize,
+    /// How long a bot holding a seat thinks about a move (at most a quarter of a turn's
+    /// allowance when the game has a clock).
+    #[arg(long, env = "BOT_THINK", default_value_t = HumanDuration(RoomSettings::default().bot_think))]
+    bot_think: HumanDuration,
+    /// The bot level that plays timed-out turns, abandoned and resigned seats.
+    #[arg(long, env = "STAND_IN_BOT", default_value_t = RoomSettings::default().stand_in_bot)]
+    stand_in_bot: BotLevel,
+    /// How long that stand-in bot thinks about a move.
+    #[arg(long, env = "STAND_IN_THINK", default_value_t = HumanDuration(RoomSettings::default().stand_in_think))]
+    stand_in_think: HumanDuration,
 }
 
 #[derive(Args, Clone)]
@@ -274,7 +298,19 @@ fn config_from(args: &ServeArgs) -> Config {
         send_timeout: timeouts.send_timeout.0,
         header_read_timeout: timeouts.header_read_timeout.0,
     };
-    Config { store, limits }
+    let rooms = RoomSettings {
+        lobby_idle_timeout: args.rooms.lobby_idle_timeout.0,
+        bot_think: args.rooms.bot_think.0,
+        stand_in_bot: args.rooms.stand_in_bot,
+        stand_in_think: args.rooms.stand_in_think.0,
+    };
+    let bot_threads = args.rooms.bot_threads.max(1);
+    Config {
+        store,
+        limits,
+        rooms,
+        bot_threads,
+    }
 }
 
 fn serve(args: ServeArgs) -> ExitCode {

@@ -20,6 +20,11 @@ pub struct Metrics {
     /// Connections refused or cut by a limit, by reason.
     pub refused: IntCounterVec,
     pub moves: IntCounter,
+    /// Moves a bot made, by reason: `bot` (a bot's seat), `timeout`, `stand_in`
+    /// (an abandoned or resigned seat).
+    pub bot_moves: IntCounterVec,
+    /// How long a bot's move took to choose, queueing on the bot threads included.
+    pub bot_think: Histogram,
     pub move_latency: Histogram,
     pub rejected: IntCounterVec,
     /// HTTP requests by method, matched route and status.
@@ -72,6 +77,16 @@ impl Metrics {
                 "Commands accepted and committed.",
             )
             .expect("valid metric"),
+            bot_moves: counter_vec(
+                "carcassonne_bot_moves_total",
+                "Moves made by bots, by reason: bot (a bot's seat), timeout, stand_in.",
+                &["reason"],
+            ),
+            bot_think: Histogram::with_opts(histogram(
+                "carcassonne_bot_think_seconds",
+                "Time from asking a bot for a move to its answer, queueing included.",
+            ))
+            .expect("valid metric"),
             move_latency: Histogram::with_opts(histogram(
                 "carcassonne_move_latency_seconds",
                 "Time from a command reaching its game to its reply, database write included.",
@@ -106,12 +121,14 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn Collector>; 10] = [
+        let collectors: [Box<dyn Collector>; 12] = [
             Box::new(self.live_rooms.clone()),
             Box::new(self.connections.clone()),
             Box::new(self.connections_by_role.clone()),
             Box::new(self.refused.clone()),
             Box::new(self.moves.clone()),
+            Box::new(self.bot_moves.clone()),
+            Box::new(self.bot_think.clone()),
             Box::new(self.move_latency.clone()),
             Box::new(self.rejected.clone()),
             Box::new(self.http_requests.clone()),

@@ -105,6 +105,10 @@ pub enum ServerMessage {
         connected: Vec<u8>,
         #[serde(skip_serializing_if = "Option::is_none")]
         legal_moves: Option<Vec<WireMove>>,
+        /// Milliseconds left in the turn in progress when this message was made, when
+        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turn_ms_left: Option<u64>,
     },
     /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
     Update {
@@ -116,12 +120,20 @@ pub enum ServerMessage {
         patch: Value,
         #[serde(skip_serializing_if = "Option::is_none")]
         legal_moves: Option<Vec<WireMove>>,
+        /// Milliseconds left in the turn in progress when this message was made, when
+        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turn_ms_left: Option<u64>,
     },
     /// To a player to move who reconnected having missed nothing: their legal moves at
     /// `seq` (the state is unchanged, so this carries no patch and no new `seq`).
     YourTurn {
         seq: u64,
         legal_moves: Vec<WireMove>,
+        /// Milliseconds left in the turn in progress when this message was made, when
+        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        turn_ms_left: Option<u64>,
     },
     Ack {
         id: String,

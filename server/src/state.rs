@@ -3,10 +3,11 @@
 //! finish before exit.
 
 use crate::admission::{KeyedBuckets, SlotPool};
+use crate::bots::BotPool;
 use crate::config::Limits;
 use crate::metrics::Metrics;
-use crate::rooms::actor::Room;
-use crate::rooms::{RoomHandle, Rooms};
+use crate::rooms::actor::{Room, RoomServices};
+use crate::rooms::{RoomHandle, RoomSettings, Rooms};
 use carcassonne_store::Store;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -38,6 +39,10 @@ pub struct AppState {
     /// Open lobbies, in all and per creating client IP: each open lobby's room holds one
     /// place until the lobby starts, is cancelled, or is unloaded.
     pub open_lobby_slots: Arc<SlotPool>,
+    /// Lobby expiry and the bots that play for seats.
+    pub room_settings: RoomSettings,
+    /// The threads bots think on.
+    pub bots: BotPool,
 }
 
 impl AppState {
@@ -68,6 +73,24 @@ impl AppState {
             limits: Arc::new(limits),
             shutdown,
             tasks: TaskTracker::new(),
+            room_settings: RoomSettings::default(),
+            bots: BotPool::new(1),
+        }
+    }
+
+    /// The same state with these room settings and bot pool.
+    pub fn with_rooms(mut self, settings: RoomSettings, bots: BotPool) -> AppState {
+        (self.room_settings, self.bots) = (settings, bots);
+        self
+    }
+
+    /// What a room needs from the server.
+    pub fn room_services(&self) -> RoomServices {
+        RoomServices {
+            store: self.store.clone(),
+            metrics: self.metrics.clone(),
+            bots: self.bots.clone(),
+            settings: self.room_settings.clone(),
         }
     }
 

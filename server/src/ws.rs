@@ -27,6 +27,7 @@ use uuid::Uuid;
 
 /// Close codes (RFC 6455).
 mod close {
+    pub const NORMAL: u16 = 1000;
     pub const GOING_AWAY: u16 = 1001;
     pub const PROTOCOL: u16 = 1002;
     pub const INVALID_DATA: u16 = 1007;
@@ -500,7 +501,9 @@ impl Connection {
                 let _ = self.resync(self.last_seq).await;
                 Flow::Continue
             }
-            Err(RecvError::Closed) => Flow::Close(close::GOING_AWAY, "the game is no longer live"),
+            // The room ended (its last update was sent above) and left memory: the game
+            // can no longer change, and its record is served over REST.
+            Err(RecvError::Closed) => Flow::Close(close::NORMAL, "the game has ended"),
         }
     }
 

@@ -162,6 +162,8 @@ pub struct WsClient {
     /// The legal moves from the last snapshot or update addressed to this client.
     pub legal_moves: Option<Vec<Value>>,
     pub seat: Option<u64>,
+    /// Every event of every update absorbed, in order.
+    pub events: Vec<Value>,
     /// Messages read but not yet asked for.
     pending: VecDeque<Value>,
 }
@@ -175,6 +177,7 @@ impl WsClient {
             state: Value::Null,
             legal_moves: None,
             seat: None,
+            events: Vec::new(),
             pending: VecDeque::new(),
         }
     }
@@ -355,6 +358,8 @@ impl WsClient {
                     .expect("the patch applies to the mirrored state");
                 self.seq = Some(seq);
                 self.legal_moves = legal_moves_of(message);
+                let events = message["events"].as_array().cloned().unwrap_or_default();
+                self.events.extend(events);
             }
             Some("welcome") => self.seat = message["seat"].as_u64(),
             Some("your_turn") => self.legal_moves = legal_moves_of(message),

@@ -8,7 +8,7 @@
 use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, printable_text, resolve_identity};
-use crate::api::schemas::{RulesSchema, StatusName};
+use crate::api::schemas::{RulesSchema, StatusName, TimeControlSchema};
 use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
@@ -21,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use carcassonne_core::Rules;
-use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
+use carcassonne_store::{LobbyRow, LobbyStatus, SeatControl, SeatRow, TimeControl};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use utoipa::{IntoParams, ToSchema};
@@ -47,6 +47,10 @@ pub struct CreateLobby {
     /// Public lobbies are listed and open to spectators; private ones need the invite code.
     #[serde(default = "public_by_default")]
     pub public: bool,
+    /// The time control (default: none). When a turn runs out a bot plays the rest of it.
+    #[serde(default)]
+    #[schema(value_type = TimeControlSchema)]
+    pub clock: TimeControl,
     /// The creator, who takes seat 0.
     #[serde(flatten)]
     pub creator: Identity,
@@ -80,6 +84,8 @@ pub struct LobbyView {
     pub public: bool,
     #[schema(value_type = RulesSchema)]
     pub rules: Rules,
+    #[schema(value_type = TimeControlSchema)]
+    pub clock: TimeControl,
     pub seat_count: u8,
     pub seats: Vec<SeatView>,
     pub created_at: String,
@@ -124,6 +130,7 @@ pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
         status: lobby.status,
         public: lobby.public,
         rules: lobby.rules.clone(),
+        clock: lobby.clock,
         seat_count: lobby.seat_count,
         seats: seat_views(seats),
         created_at: rfc3339(lobby.created_at),
@@ -144,7 +151,38 @@ fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
     body.rules
         .validate()
         .map_err(|error| AppError::BadRequest(format!("rules: {error}")))?;
+    validate_clock(body.clock)?;
     Ok(name)
+}
+
+/// The bounds `TimeControlSchema` documents: a turn of 1 s to 1 h with a reserve of up
+/// to a day, or a correspondence turn of 1 h to 30 days.
+fn validate_clock(clock: TimeControl) -> Result<(), AppError> {
+    const SECOND: u64 = 1_000;
+    const HOUR: u64 = 3_600 * SECOND;
+    const DAY: u64 = 24 * HOUR;
+    match clock {
+        TimeControl::None => Ok(()),
+        TimeControl::Turn {
+            per_turn_ms,
+            reserve_ms,
+        } => {
+            in_range_u64("clock.per_turn_ms", per_turn_ms, SECOND, HOUR)?;
+            in_range_u64("clock.reserve_ms", reserve_ms, 0, DAY)
+        }
+        TimeControl::Correspondence { per_turn_ms } => {
+            in_range_u64("clock.per_turn_ms", per_turn_ms, HOUR, 30 * DAY)
+        }
+    }
+}
+
+fn in_range_u64(name: &str, value: u64, min: u64, max: u64) -> Result<(), AppError> {
+    if (min..=max).contains(&value) {
+        return Ok(());
+    }
+    Err(AppError::BadRequest(format!(
+        "{name} must be from {min} to {max}, not {value}"
+    )))
 }
 
 #[utoipa::path(post, path = "/api/lobbies", tag = "lobbies",
@@ -179,6 +217,7 @@ pub async fn create_lobby(
         deck_salt: None,
         seat_count: body.seats,
         rules: body.rules,
+        clock: body.clock,
         status: LobbyStatus::Open,
         seed: None,
         seq: 0,
@@ -194,6 +233,9 @@ pub async fn create_lobby(
         token_hash: token.hash(),
         creator: true,
         joined_at: now,
+        control: SeatControl::Human,
+        control_seq: 0,
+        bot: None,
     };
     state
         .store
@@ -203,12 +245,7 @@ pub async fn create_lobby(
     tracing::info!(lobby = %lobby.id, seats = lobby.seat_count, public = lobby.public, "lobby created");
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
     let invite_code = code;
-    let mut room = Room::open(
-        lobby,
-        vec![seat],
-        state.store.clone(),
-        state.metrics.clone(),
-    );
+    let mut room = Room::open(lobby, vec![seat], state.room_services());
     room.hold_open_lobby_place(place);
     state.spawn_room(room);
     let granted = SeatGranted {
@@ -291,7 +328,7 @@ pub fn in_range(name: &str, value: u32, min: u32, max: u32) -> Result<u32, AppEr
 }
 
 /// The live room of a lobby, or why there is none.
-async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppError> {
+pub async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppError> {
     if let Some(room) = state.rooms.get(id) {
         return Ok(room);
     }
@@ -339,7 +376,7 @@ pub async fn join_lobby(
     }))
 }
 
-async fn current_view(state: &AppState, id: Uuid) -> Result<LobbyView, AppError> {
+pub async fn current_view(state: &AppState, id: Uuid) -> Result<LobbyView, AppError> {
     let (lobby, seats) = stored_lobby(state, id).await?;
     Ok(lobby_view(&lobby, &seats))
 }

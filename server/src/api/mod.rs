@@ -6,6 +6,7 @@ pub mod matches;
 pub mod players;
 pub mod protocol_schema;
 pub mod schemas;
+pub mod seats;
 pub mod system;
 pub mod tiles;
 
@@ -13,7 +14,7 @@ use crate::error::{ErrorBody, ErrorResponse};
 use crate::state::AppState;
 use axum::Json;
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
@@ -25,6 +26,7 @@ use utoipa::{Modify, OpenApi};
     paths(
         lobbies::create_lobby, lobbies::list_lobbies, lobbies::show_lobby, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
+        seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
         players::create_player, players::show_player, matches::player_matches,
         matches::list_matches, matches::show_match, matches::match_record,
         tiles::list_tiles, system::healthz, system::readyz, system::metrics,
@@ -120,6 +122,11 @@ pub fn router() -> Router<AppState> {
         .route("/lobbies/{id}/leave", post(lobbies::leave_lobby))
         .route("/lobbies/{id}/start", post(lobbies::start_lobby))
         .route("/lobbies/{id}/cancel", post(lobbies::cancel_lobby))
+        .route("/lobbies/{id}/bots", post(seats::add_bot))
+        .route("/lobbies/{id}/bots/{seat}", delete(seats::remove_bot))
+        .route("/lobbies/{id}/resign", post(seats::resign))
+        .route("/lobbies/{id}/abort", post(seats::abort))
+        .route("/lobbies/{id}/reclaim", post(seats::reclaim))
         .route("/players", post(players::create_player))
         .route("/players/{id}", get(players::show_player))
         .route("/players/{id}/matches", get(matches::player_matches))

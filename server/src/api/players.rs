@@ -96,6 +96,25 @@ pub fn name_key(name: &str) -> String {
     name.nfkc().flat_map(char::to_lowercase).collect()
 }
 
+/// The stored player `id` if `secret` is theirs; `bad_player_secret` for a wrong or
+/// missing secret and for an unknown id alike, so that ids cannot be probed.
+pub async fn verify_player(
+    store: &Store,
+    id: Uuid,
+    secret: Option<String>,
+) -> Result<carcassonne_store::PlayerRow, AppError> {
+    let secret = secret.ok_or(AppError::BadPlayerSecret)?;
+    let player = store
+        .player(id)
+        .await
+        .map_err(AppError::from_store)?
+        .ok_or(AppError::BadPlayerSecret)?;
+    if Token::from_client(secret).hash() != player.secret_hash {
+        return Err(AppError::BadPlayerSecret);
+    }
+    Ok(player)
+}
+
 /// The name and identity a seat will carry, with the player's secret checked.
 pub async fn resolve_identity(
     store: &Store,
@@ -107,15 +126,7 @@ pub async fn resolve_identity(
         ))?;
         return Ok((display_name(&name)?, None));
     };
-    let secret = identity.player_secret.ok_or(AppError::BadPlayerSecret)?;
-    let player = store
-        .player(player_id)
-        .await
-        .map_err(AppError::from_store)?
-        .ok_or(AppError::BadPlayerSecret)?;
-    if Token::from_client(secret).hash() != player.secret_hash {
-        return Err(AppError::BadPlayerSecret);
-    }
+    let player = verify_player(store, player_id, identity.player_secret).await?;
     let name = match identity.display_name {
         Some(name) => display_name(&name)?,
         None => player.display_name,

@@ -269,3 +269,45 @@ pub enum PhaseName {
     Act,
     Over,
 }
+
+/// Who plays a seat.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatControlName {
+    /// Its owner.
+    Human,
+    /// A bot, after repeated timeouts, until the owner says hello again.
+    Abandoned,
+    /// A bot, to the end of the game; the seat cannot win.
+    Resigned,
+}
+
+/// How a game ended.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchStatusName {
+    /// The last tile was played.
+    Finished,
+    /// No human seat was left to a human: scored as it stood.
+    Abandoned,
+}
+
+/// A lobby's time control. When a turn runs out, a bot plays the rest of it.
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimeControlSchema {
+    /// Turns never run out.
+    None,
+    /// Each turn has `per_turn_ms`; an overrun is taken from the seat's `reserve_ms`.
+    Turn {
+        #[schema(minimum = 1000, maximum = 3600000)]
+        per_turn_ms: u64,
+        #[schema(minimum = 0, maximum = 86400000)]
+        reserve_ms: u64,
+    },
+    /// Long turns (hours or days), no reserve.
+    Correspondence {
+        #[schema(minimum = 3600000, maximum = 2592000000u64)]
+        per_turn_ms: u64,
+    },
+}

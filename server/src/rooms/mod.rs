@@ -6,15 +6,20 @@
 //! touch another's: they share nothing but the database pool.
 
 pub mod actor;
+pub mod clocks;
+pub mod machine;
+pub mod outcome;
 pub mod view;
 pub mod wire;
 
 use crate::auth::Token;
 use crate::error::AppError;
 use axum::extract::ws::Utf8Bytes;
+use carcassonne_bots::BotLevel;
 use carcassonne_core::Move;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use uuid::Uuid;
 
@@ -42,6 +47,32 @@ pub enum RoomRequest {
         token_hash: String,
         reply: Reply<()>,
     },
+    /// The creator seats a bot.
+    AddBot {
+        token_hash: String,
+        level: BotLevel,
+        name: Option<String>,
+        reply: Reply<u8>,
+    },
+    /// The creator frees a bot's seat.
+    RemoveBot {
+        token_hash: String,
+        seat: u8,
+        reply: Reply<()>,
+    },
+    Resign {
+        token_hash: String,
+        reply: Reply<()>,
+    },
+    Abort {
+        token_hash: String,
+        reply: Reply<()>,
+    },
+    /// A registered player (secret already checked) gets a new token for their seat.
+    Reclaim {
+        player_id: uuid::Uuid,
+        reply: Reply<JoinedSeat>,
+    },
     /// A WebSocket client said hello: a player (by token) or a spectator.
     Connect {
         token_hash: Option<String>,
@@ -65,6 +96,31 @@ pub enum RoomRequest {
         mv: Move,
         reply: Reply<u64>,
     },
+}
+
+/// How rooms run their games: lobby expiry and the bots that play for seats.
+#[derive(Clone, Debug)]
+pub struct RoomSettings {
+    /// An open lobby with no change for this long is cancelled.
+    pub lobby_idle_timeout: Duration,
+    /// How long a bot that holds a seat thinks about a move (never more than a quarter
+    /// of a turn's allowance).
+    pub bot_think: Duration,
+    /// The bot that plays timed-out turns, abandoned and resigned seats.
+    pub stand_in_bot: BotLevel,
+    /// How long that stand-in thinks about a move.
+    pub stand_in_think: Duration,
+}
+
+impl Default for RoomSettings {
+    fn default() -> RoomSettings {
+        RoomSettings {
+            lobby_idle_timeout: Duration::from_secs(3600),
+            bot_think: Duration::from_millis(1000),
+            stand_in_bot: BotLevel::Greedy,
+            stand_in_think: Duration::from_millis(200),
+        }
+    }
 }
 
 #[derive(Debug)]

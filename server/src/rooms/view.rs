@@ -4,11 +4,17 @@
 //! so a client that applies the patches holds exactly what a fresh snapshot would show.
 //! It never contains the order of the stack, seat tokens or invite codes.
 
-use crate::api::schemas::{FigureName, PhaseName, RulesSchema, StatusName, SupplySchema};
-use crate::rooms::actor::deck_proof;
+use crate::api::schemas::{
+    FigureName, MatchStatusName, PhaseName, RulesSchema, SeatControlName, StatusName,
+    SupplySchema, TimeControlSchema,
+};
+use crate::clock::rfc3339;
+use crate::rooms::clocks::Clocks;
+use crate::rooms::outcome::Ending;
 use crate::rooms::wire::WireMove;
+use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
-use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
+use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -22,6 +28,9 @@ pub struct PublicState {
     pub public: bool,
     #[schema(value_type = RulesSchema)]
     pub rules: Rules,
+    /// The time control chosen when the lobby was created.
+    #[schema(value_type = TimeControlSchema)]
+    pub time_control: TimeControl,
     /// Seats offered by the lobby; a started game has one seat per player.
     pub seat_count: u8,
     pub seats: Vec<SeatView>,
@@ -40,6 +49,13 @@ pub struct SeatView {
     pub player_id: Option<Uuid>,
     /// The creator may start or cancel the lobby.
     pub creator: bool,
+    /// Who plays the seat: `human` (its owner), `abandoned` (a bot, after repeated
+    /// timeouts, until the owner says hello again) or `resigned` (a bot, to the end).
+    #[schema(value_type = SeatControlName)]
+    pub control: SeatControl,
+    /// The level of the bot that holds this seat from the lobby on, if a bot does.
+    #[schema(value_type = Option<String>, example = "greedy")]
+    pub bot: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -59,6 +75,29 @@ pub struct GameView {
     pub discarded: Vec<TileId>,
     /// Present when the game is over.
     pub result: Option<ResultView>,
+    /// The clocks, when the game has a time control.
+    pub clock: Option<ClockView>,
+}
+
+/// The turn clocks. The server is the only clock: a client draws the time left from
+/// `deadline_ms` (or from `turn_ms_left` in the message that carried the state).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ClockView {
+    /// Each seat's reserve at the start of its current or next turn, in milliseconds.
+    pub reserve_ms: Vec<u64>,
+    /// The turn in progress; absent once the game is over.
+    pub turn: Option<TurnClockView>,
+}
+
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct TurnClockView {
+    pub seat: u8,
+    /// When the turn began (RFC 3339).
+    pub started_at: String,
+    /// When the turn runs out (RFC 3339); a bot then plays the rest of it.
+    pub deadline: String,
+    /// The same deadline in milliseconds since the Unix epoch.
+    pub deadline_ms: i64,
 }
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -96,9 +135,21 @@ pub struct TurnView {
 
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct ResultView {
+    /// `finished` (the last tile was played) or `abandoned` (no human seat was left to a
+    /// human; scored as it stood, without end-of-game scoring).
+    #[schema(value_type = MatchStatusName)]
+    pub status: MatchStatus,
     pub final_scores: Vec<u32>,
-    /// Every seat with the highest score; ties share the win.
+    /// Every seat with the highest score among those that did not resign; ties share
+    /// the win.
     pub winners: Vec<u8>,
+}
+
+/// What the view needs of a game's clocks.
+pub struct ClockSource<'a> {
+    pub clocks: &'a Clocks,
+    /// False once the game has ended.
+    pub running: bool,
 }
 
 pub fn seat_views(seats: &[SeatRow]) -> Vec<SeatView> {
@@ -109,33 +160,63 @@ pub fn seat_views(seats: &[SeatRow]) -> Vec<SeatView> {
             name: seat.display_name.clone(),
             player_id: seat.player_id,
             creator: seat.creator,
+            control: seat.control,
+            bot: seat.bot.clone(),
         })
         .collect()
 }
 
-pub fn public_state(lobby: &LobbyRow, seats: &[SeatRow], game: Option<&Game>) -> PublicState {
+pub fn public_state(
+    lobby: &LobbyRow,
+    seats: &[SeatRow],
+    game: Option<&Game>,
+    clocks: Option<ClockSource<'_>>,
+    ending: Option<&Ending>,
+) -> PublicState {
     PublicState {
         id: lobby.id,
         name: lobby.name.clone(),
         status: lobby.status,
         public: lobby.public,
         rules: lobby.rules.clone(),
+        time_control: lobby.clock,
         seat_count: lobby.seat_count,
         seats: seat_views(seats),
         deck_commitment: deck_proof(lobby).map(|proof| hex::encode(proof.commitment)),
-        game: game.map(game_view),
+        game: game.map(|game| game_view(game, clocks, ending)),
     }
 }
 
-fn game_view(game: &Game) -> GameView {
+fn clock_view(game: &Game, source: ClockSource<'_>) -> Option<ClockView> {
+    let clocks = source.clocks;
+    if clocks.control() == TimeControl::None {
+        return None;
+    }
+    let turn = match (source.running, game.current_player(), clocks.deadline()) {
+        (true, Some(seat), Some(deadline)) => Some(TurnClockView {
+            seat,
+            started_at: rfc3339(clocks.turn_started_at()),
+            deadline: rfc3339(deadline),
+            deadline_ms: deadline,
+        }),
+        _ => None,
+    };
+    Some(ClockView {
+        reserve_ms: clocks.reserves().to_vec(),
+        turn,
+    })
+}
+
+fn game_view(game: &Game, clocks: Option<ClockSource<'_>>, ending: Option<&Ending>) -> GameView {
     let tile_view = |tile: &carcassonne_core::PlacedTile| TileView {
         x: tile.pos.x,
         y: tile.pos.y,
         tile: tile.tile,
         rotation: tile.rotation,
     };
+    let playing = ending.is_none();
     let turn = match (game.current_player(), game.current_tile()) {
-        (Some(player), Some(tile)) => Some(TurnView {
+        (Some(player), Some(tile)) if playing => Some(TurnView {
             player,
             phase: game.phase(),
             tile,
@@ -162,11 +243,23 @@ fn game_view(game: &Game) -> GameView {
         tiles_left: game.tiles_left(),
         tiles_placed: game.tiles_placed(),
         discarded: game.discarded().to_vec(),
-        result: game.winners().map(|winners| ResultView {
-            final_scores: game.scores().to_vec(),
-            winners,
+        result: ending.map(|ending| ResultView {
+            status: ending.status,
+            final_scores: ending.final_scores.clone(),
+            winners: ending.winners.clone(),
         }),
+        clock: clocks.and_then(|source| clock_view(game, source)),
     }
+}
+
+/// The seed and salt of a started game, with their commitment; `None` for games started
+/// before decks were committed to.
+pub fn deck_proof(lobby: &LobbyRow) -> Option<DeckProof> {
+    let salt: [u8; 32] = hex::decode(lobby.deck_salt.as_deref()?)
+        .ok()?
+        .try_into()
+        .ok()?;
+    Some(DeckProof::new(lobby.seed?, salt))
 }
 
 /// The moves open to the player to move, in wire form.

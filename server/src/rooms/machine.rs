@@ -1,0 +1,1203 @@
+//! The room state machine: everything a lobby or game decides, with no IO.
+//!
+//! Each request becomes a *decision*: a [`Change`] to commit (or a typed error), computed
+//! from the state without touching it. The async shell ([`crate::rooms::actor`]) writes
+//! the change to the database and only then calls [`RoomMachine::apply`], which takes it
+//! into the state, gives it the next `seq` and returns the update to broadcast. Timers
+//! are plain data too: [`RoomMachine::next_wakeup`] says when the shell must come back,
+//! and a deadline that has passed is handled like any request.
+//!
+//! Because nothing here waits or writes, the whole behaviour of a room (turn order,
+//! clocks, timeouts, abandonment, resignation, expiry) is unit tested without sockets or
+//! a database.
+
+use crate::api::players::name_key;
+use crate::auth::{Token, invite_code_matches};
+use crate::protocol::ServerMessage;
+use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
+use crate::rooms::outcome::{Ending, MatchBuilder};
+use crate::rooms::view::{ClockSource, legal_moves, public_state};
+use crate::rooms::{Outgoing, RoomSettings};
+use axum::extract::ws::Utf8Bytes;
+use carcassonne_bots::BotLevel;
+use carcassonne_core::{Event, FeatureScore, Game, HiddenGame, Move, Phase, Setup, Stack};
+use carcassonne_store::{
+    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchStatus, Millis, MoveOrigin, MoveRow,
+    SeatControl, SeatRow,
+};
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+use crate::error::AppError;
+
+/// Updates kept for clients that reconnect; older gaps get a snapshot instead.
+const RECENT_UPDATES: usize = 256;
+/// Beyond this many missed updates a snapshot is cheaper than the patches.
+const MAX_CATCH_UP: u64 = 64;
+
+/// One change to a lobby or game: decided here, written by the shell, then applied.
+#[derive(Debug)]
+pub enum Change {
+    SeatTaken(SeatRow),
+    SeatFreed(u8),
+    Started {
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        game: Box<Game>,
+        /// The events of the first draw.
+        opening: Vec<Event>,
+        previous_seats: Vec<u8>,
+        randomized: bool,
+    },
+    Cancelled(CancelReason),
+    Moved {
+        game: Box<Game>,
+        row: MoveRow,
+        events: Vec<Event>,
+        /// Present when this move ends the game.
+        result: Option<Box<FinishedMatch>>,
+    },
+    /// A seat's control or token changed; `row` is the seat as it will be stored.
+    SeatChanged {
+        row: SeatRow,
+        reason: SeatChange,
+        /// Present when this change ends the game as abandoned.
+        result: Option<Box<FinishedMatch>>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CancelReason {
+    /// The creator cancelled the lobby (or left it).
+    Creator,
+    /// The open lobby saw no activity for the configured time.
+    Expired,
+    /// A player aborted the game before every seat had placed a tile.
+    Aborted { seat: u8 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeatChange {
+    Resigned,
+    /// Too many timeouts in a row: a bot plays the seat until its owner comes back.
+    Abandoned,
+    /// The owner of an abandoned seat came back.
+    Reclaimed,
+    /// The seat's token was replaced (recovery with the player's secret).
+    TokenReplaced,
+}
+
+impl SeatChange {
+    fn event_name(self) -> &'static str {
+        match self {
+            SeatChange::Resigned => "seat_resigned",
+            SeatChange::Abandoned => "seat_abandoned",
+            SeatChange::Reclaimed => "seat_reclaimed",
+            SeatChange::TokenReplaced => "seat_token_replaced",
+        }
+    }
+}
+
+/// What a command comes to: a repeat of one already accepted, or a change to commit.
+#[derive(Debug)]
+pub enum Decision {
+    Repeat(u64),
+    Commit(Change),
+}
+
+/// A move a bot must choose now, for the seat to move.
+#[derive(Clone, Debug)]
+pub struct BotJob {
+    /// The `seq` the move is decided on: a later state makes the answer stale.
+    pub seq: u64,
+    pub seat: u8,
+    pub level: BotLevel,
+    pub origin: MoveOrigin,
+    pub view: HiddenGame,
+    pub think: Duration,
+}
+
+/// A new connection: its seat, what to send it first, and a presence announcement.
+#[derive(Debug)]
+pub struct Joined {
+    pub seat: Option<u8>,
+    pub catch_up: Vec<Arc<Outgoing>>,
+    pub presence: Option<Arc<Outgoing>>,
+}
+
+/// The state of one lobby or game.
+pub struct RoomMachine {
+    lobby: LobbyRow,
+    seats: Vec<SeatRow>,
+    game: Option<Game>,
+    log: Vec<MoveRow>,
+    /// Every feature scored so far, for the match summary.
+    breakdown: Vec<FeatureScore>,
+    /// Accepted commands by (seat, command id), with their `seq`: a repeat gets the same
+    /// acknowledgement and is never applied twice.
+    accepted: HashMap<(u8, String), u64>,
+    clocks: Option<Clocks>,
+    /// How the game ended, once it has.
+    outcome: Option<Ending>,
+    state: Value,
+    recent: VecDeque<Arc<Outgoing>>,
+    /// Open connections per player token hash.
+    connections: HashMap<String, u32>,
+    /// The last change to an open lobby (or its creation), for expiry.
+    last_activity: Millis,
+    settings: RoomSettings,
+    ended: bool,
+}
+
+impl RoomMachine {
+    /// A freshly created lobby.
+    pub fn open(
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        settings: RoomSettings,
+        now: Millis,
+    ) -> RoomMachine {
+        let mut machine = RoomMachine {
+            last_activity: now.max(lobby.created_at),
+            lobby,
+            seats,
+            game: None,
+            log: Vec::new(),
+            breakdown: Vec::new(),
+            accepted: HashMap::new(),
+            clocks: None,
+            outcome: None,
+            state: Value::Null,
+            recent: VecDeque::new(),
+            connections: HashMap::new(),
+            settings,
+            ended: false,
+        };
+        machine.state = machine.current_state(now);
+        machine
+    }
+
+    /// Brings an unfinished lobby or game back from the database by replaying its log.
+    /// An open lobby's last activity is its newest seat (leaving is not timestamped); a
+    /// running turn gets at least one whole allowance from `now` (see `clocks`).
+    pub fn restore(
+        live: LiveGame,
+        settings: RoomSettings,
+        now: Millis,
+    ) -> Result<RoomMachine, String> {
+        let joined = live.seats.iter().map(|seat| seat.joined_at).max();
+        let mut machine = RoomMachine::open(live.lobby, live.seats, settings, 0);
+        machine.last_activity = joined.unwrap_or(0).max(machine.lobby.created_at);
+        if machine.lobby.status == LobbyStatus::Playing {
+            machine.replay(live.moves)?;
+            if let Some(clocks) = machine.clocks.as_mut() {
+                clocks.resume(now);
+            }
+        }
+        machine.state = machine.current_state(now);
+        Ok(machine)
+    }
+
+    fn replay(&mut self, moves: Vec<MoveRow>) -> Result<(), String> {
+        let (mut game, _) = game_for(&self.lobby, self.seats.len())?;
+        let mut clocks = self.clocks_at_start(&game);
+        for row in moves {
+            let events = game
+                .play(row.mv)
+                .map_err(|error| format!("move {} does not replay: {error}", row.seq))?;
+            clocks.record(&row, game.current_player());
+            self.remember(&row, &events);
+            self.log.push(row);
+        }
+        // A seat whose control changed after its last timeout was taken back since.
+        for seat in &self.seats {
+            if seat.control_seq >= clocks.streak(seat.seat).1 {
+                clocks.clear_streak(seat.seat);
+            }
+        }
+        self.clocks = Some(clocks);
+        self.game = Some(game);
+        Ok(())
+    }
+
+    fn clocks_at_start(&self, game: &Game) -> Clocks {
+        let started_at = self.lobby.started_at.unwrap_or(self.lobby.created_at);
+        Clocks::start(self.lobby.clock, game.players(), started_at)
+    }
+
+    pub fn id(&self) -> uuid::Uuid {
+        self.lobby.id
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.lobby.seq
+    }
+
+    pub fn status(&self) -> LobbyStatus {
+        self.lobby.status
+    }
+
+    pub fn lobby(&self) -> &LobbyRow {
+        &self.lobby
+    }
+
+    pub fn seats(&self) -> &[SeatRow] {
+        &self.seats
+    }
+
+    /// Whether the room can no longer change (finished, abandoned or cancelled).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn seat_of(&self, token_hash: &str) -> Option<&SeatRow> {
+        self.seats.iter().find(|seat| seat.token_hash == token_hash)
+    }
+
+    fn seat_row(&self, seat: u8) -> Option<&SeatRow> {
+        self.seats.iter().find(|row| row.seat == seat)
+    }
+
+    fn require_open(&self) -> Result<(), AppError> {
+        match self.lobby.status {
+            LobbyStatus::Open => Ok(()),
+            LobbyStatus::Playing => Err(AppError::LobbyNotOpen("playing")),
+            LobbyStatus::Finished => Err(AppError::LobbyNotOpen("finished")),
+            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
+        }
+    }
+
+    fn require_creator(&self, token_hash: &str) -> Result<(), AppError> {
+        match self.seat_of(token_hash) {
+            Some(seat) if seat.creator => Ok(()),
+            Some(_) => Err(AppError::NotCreator),
+            None => Err(AppError::BadToken),
+        }
+    }
+
+    /// Whether `code` opens this lobby: any code for a public one, the right one else.
+    pub fn invite_code_fits(&self, code: Option<&str>) -> bool {
+        match &self.lobby.invite_hash {
+            None => true,
+            Some(expected) => invite_code_matches(expected, code),
+        }
+    }
+
+    // ---- Lobby decisions -------------------------------------------------------------
+
+    /// A guest or registered player takes the first free seat.
+    pub fn join(
+        &self,
+        name: String,
+        player_id: Option<uuid::Uuid>,
+        invite_code: Option<&str>,
+        now: Millis,
+    ) -> Result<(Change, Token), AppError> {
+        self.require_open()?;
+        if !self.invite_code_fits(invite_code) {
+            return Err(AppError::BadInviteCode);
+        }
+        if player_id.is_some() && self.seats.iter().any(|seat| seat.player_id == player_id) {
+            return Err(AppError::AlreadySeated(
+                "this player already has a seat here",
+            ));
+        }
+        let token = Token::generate();
+        let row = self.new_seat(name, player_id, token.hash(), None, now)?;
+        Ok((Change::SeatTaken(row), token))
+    }
+
+    /// The creator seats a bot. Nobody ever holds a bot seat's token.
+    pub fn add_bot(
+        &self,
+        token_hash: &str,
+        level: BotLevel,
+        name: Option<String>,
+        now: Millis,
+    ) -> Result<Change, AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        let free = self.free_seat()?;
+        let name = name.unwrap_or_else(|| default_bot_name(level, free));
+        let hash = Token::generate().hash();
+        let row = self.new_seat(name, None, hash, Some(level), now)?;
+        Ok(Change::SeatTaken(row))
+    }
+
+    /// The creator frees a seat a bot holds.
+    pub fn remove_bot(&self, token_hash: &str, seat: u8) -> Result<Change, AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        match self.seat_row(seat) {
+            Some(row) if row.bot.is_some() => Ok(Change::SeatFreed(seat)),
+            _ => Err(AppError::NotABot(seat)),
+        }
+    }
+
+    fn free_seat(&self) -> Result<u8, AppError> {
+        (0..self.lobby.seat_count)
+            .find(|number| self.seats.iter().all(|seat| seat.seat != *number))
+            .ok_or(AppError::LobbyFull)
+    }
+
+    fn new_seat(
+        &self,
+        name: String,
+        player_id: Option<uuid::Uuid>,
+        token_hash: String,
+        bot: Option<BotLevel>,
+        now: Millis,
+    ) -> Result<SeatRow, AppError> {
+        let seat = self.free_seat()?;
+        let key = name_key(&name);
+        if self.seats.iter().any(|s| name_key(&s.display_name) == key) {
+            return Err(AppError::AlreadySeated("that name is taken in this lobby"));
+        }
+        Ok(SeatRow {
+            seat,
+            display_name: name,
+            player_id,
+            token_hash,
+            creator: false,
+            joined_at: now,
+            control: SeatControl::Human,
+            control_seq: 0,
+            bot: bot.map(|level| level.to_string()),
+        })
+    }
+
+    pub fn leave(&self, token_hash: &str) -> Result<Change, AppError> {
+        self.require_open()?;
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+        if seat.creator {
+            // A lobby without its creator could never start: leaving cancels it.
+            return Ok(Change::Cancelled(CancelReason::Creator));
+        }
+        Ok(Change::SeatFreed(seat.seat))
+    }
+
+    pub fn cancel(&self, token_hash: &str) -> Result<Change, AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        Ok(Change::Cancelled(CancelReason::Creator))
+    }
+
+    /// Starts the game; `seed`, `salt` and `order` (a permutation of the seats when they
+    /// are shuffled) are the caller's randomness, so that tests can fix them.
+    pub fn start(
+        &self,
+        token_hash: &str,
+        start: StartDraw,
+        now: Millis,
+    ) -> Result<Change, AppError> {
+        self.require_open()?;
+        self.require_creator(token_hash)?;
+        if self.seats.len() < 2 {
+            return Err(AppError::NotEnoughPlayers);
+        }
+        let randomized = start.order.is_some();
+        let mut seats: Vec<SeatRow> = match &start.order {
+            Some(order) => order.iter().filter_map(|&i| self.seats.get(i).cloned()).collect(),
+            None => self.seats.clone(),
+        };
+        if seats.len() != self.seats.len() {
+            return Err(AppError::Internal);
+        }
+        let previous_seats: Vec<u8> = seats.iter().map(|seat| seat.seat).collect();
+        for (number, seat) in seats.iter_mut().enumerate() {
+            seat.seat = number as u8;
+        }
+        let mut lobby = self.lobby.clone();
+        lobby.deck_salt = Some(hex::encode(start.salt));
+        (lobby.status, lobby.seed, lobby.started_at) =
+            (LobbyStatus::Playing, Some(start.seed), Some(now));
+        let (game, opening) = game_for(&lobby, seats.len()).map_err(|error| {
+            tracing::error!(%error, "cannot set up a game");
+            AppError::Internal
+        })?;
+        Ok(Change::Started {
+            lobby,
+            seats,
+            game: Box::new(game),
+            opening,
+            previous_seats,
+            randomized,
+        })
+    }
+
+    // ---- Game decisions --------------------------------------------------------------
+
+    /// A player's move.
+    pub fn command(
+        &self,
+        token_hash: &str,
+        id: String,
+        expected_seq: u64,
+        mv: Move,
+        now: Millis,
+    ) -> Result<Decision, AppError> {
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+        if let Some(&seq) = self.accepted.get(&(seat.seat, id.clone())) {
+            return Ok(Decision::Repeat(seq));
+        }
+        let game = self.playable_game()?;
+        match seat.control {
+            SeatControl::Human => {}
+            SeatControl::Abandoned => return Err(AppError::SeatAbandoned),
+            SeatControl::Resigned => return Err(AppError::Resigned),
+        }
+        if expected_seq != self.seq() {
+            return Err(AppError::StaleSeq {
+                expected: expected_seq,
+                current: self.seq(),
+            });
+        }
+        match game.current_player() {
+            Some(current) if current != seat.seat => return Err(AppError::NotYourTurn(current)),
+            _ => {}
+        }
+        if self.clocks.as_ref().is_some_and(Clocks::turn_timed_out) {
+            return Err(AppError::TurnTimedOut);
+        }
+        let change = self.move_change(seat.seat, id, mv, MoveOrigin::Player, now)?;
+        Ok(Decision::Commit(change))
+    }
+
+    /// A bot's answer to `job`; stale when anything changed since the job was given.
+    pub fn bot_move(&self, job: &BotJob, mv: Move, now: Millis) -> Result<Change, AppError> {
+        if job.seq != self.seq() {
+            return Err(AppError::StaleSeq {
+                expected: job.seq,
+                current: self.seq(),
+            });
+        }
+        let mut id = format!("bot:{}", job.seq);
+        while self.accepted.contains_key(&(job.seat, id.clone())) {
+            id.push('+');
+        }
+        self.move_change(job.seat, id, mv, job.origin, now)
+    }
+
+    fn move_change(
+        &self,
+        seat: u8,
+        command_id: String,
+        mv: Move,
+        origin: MoveOrigin,
+        now: Millis,
+    ) -> Result<Change, AppError> {
+        let mut next = self.playable_game()?.clone();
+        let events = next.play(mv)?;
+        let row = MoveRow {
+            seq: self.seq() + 1,
+            seat,
+            command_id,
+            mv,
+            created_at: now,
+            origin,
+        };
+        let result = (next.phase() == Phase::Over)
+            .then(|| self.finished_match(&next, &self.seats, Some(&row), &events, now))
+            .map(Box::new);
+        Ok(Change::Moved {
+            game: Box::new(next),
+            row,
+            events,
+            result,
+        })
+    }
+
+    fn playable_game(&self) -> Result<&Game, AppError> {
+        match self.lobby.status {
+            LobbyStatus::Open => Err(AppError::GameNotStarted),
+            LobbyStatus::Finished => Err(AppError::GameOver),
+            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
+            LobbyStatus::Playing => self.game.as_ref().ok_or(AppError::Internal),
+        }
+    }
+
+    /// A player resigns: a bot plays the seat to the end, and it cannot win. When no
+    /// seat is left to a human, the game ends at once as abandoned.
+    pub fn resign(&self, token_hash: &str, now: Millis) -> Result<Change, AppError> {
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+        self.playable_game()?;
+        if seat.control == SeatControl::Resigned {
+            return Err(AppError::Resigned);
+        }
+        Ok(self.seat_change(seat, SeatControl::Resigned, SeatChange::Resigned, now))
+    }
+
+    /// A player aborts the game while some seat has not yet placed a tile.
+    pub fn abort(&self, token_hash: &str) -> Result<Change, AppError> {
+        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+        let game = self.playable_game()?;
+        if game.tiles_placed() >= u32::from(game.players()) {
+            return Err(AppError::TooLateToAbort);
+        }
+        Ok(Change::Cancelled(CancelReason::Aborted { seat: seat.seat }))
+    }
+
+    /// A registered player recovers their seat with a new token; an abandoned seat is
+    /// taken back at the same time.
+    pub fn reclaim(&self, player_id: uuid::Uuid) -> Result<(Change, Token), AppError> {
+        let seat = self
+            .seats
+            .iter()
+            .find(|seat| seat.player_id == Some(player_id))
+            .ok_or(AppError::NotFound("this player holds no seat here"))?;
+        if self.ended {
+            return Err(AppError::GameOver);
+        }
+        let token = Token::generate();
+        let mut row = seat.clone();
+        row.token_hash = token.hash();
+        row.control_seq = self.seq() + 1;
+        if row.control == SeatControl::Abandoned {
+            row.control = SeatControl::Human;
+        }
+        let change = Change::SeatChanged {
+            row,
+            reason: SeatChange::TokenReplaced,
+            result: None,
+        };
+        Ok((change, token))
+    }
+
+    /// The owner of an abandoned seat said hello: the seat is theirs again.
+    pub fn reclaim_on_hello(&self, token_hash: &str, now: Millis) -> Option<Change> {
+        let seat = self.seat_of(token_hash)?;
+        if seat.control != SeatControl::Abandoned || self.playable_game().is_err() {
+            return None;
+        }
+        Some(self.seat_change(seat, SeatControl::Human, SeatChange::Reclaimed, now))
+    }
+
+    fn seat_change(
+        &self,
+        seat: &SeatRow,
+        control: SeatControl,
+        reason: SeatChange,
+        now: Millis,
+    ) -> Change {
+        let mut row = seat.clone();
+        row.control = control;
+        row.control_seq = self.seq() + 1;
+        let seats: Vec<SeatRow> = self
+            .seats
+            .iter()
+            .map(|s| if s.seat == row.seat { row.clone() } else { s.clone() })
+            .collect();
+        let result = self.abandoned_result(&seats, now).map(Box::new);
+        Change::SeatChanged {
+            row,
+            reason,
+            result,
+        }
+    }
+
+    /// The abandoned game's match when `seats` leave no human seat to a human.
+    fn abandoned_result(&self, seats: &[SeatRow], now: Millis) -> Option<FinishedMatch> {
+        let human = |seat: &&SeatRow| seat.bot.is_none();
+        let someone_plays = seats
+            .iter()
+            .filter(human)
+            .any(|seat| seat.control == SeatControl::Human);
+        let game = self.game.as_ref()?;
+        if someone_plays || !seats.iter().any(|seat| seat.bot.is_none()) {
+            return None;
+        }
+        Some(self.finished_match(game, seats, None, &[], now))
+    }
+
+    fn finished_match(
+        &self,
+        game: &Game,
+        seats: &[SeatRow],
+        last: Option<&MoveRow>,
+        events: &[Event],
+        now: Millis,
+    ) -> FinishedMatch {
+        let status = if game.phase() == Phase::Over {
+            MatchStatus::Finished
+        } else {
+            MatchStatus::Abandoned
+        };
+        let builder = MatchBuilder {
+            lobby: &self.lobby,
+            seats,
+            game,
+            log: &self.log,
+            last,
+            breakdown: &self.breakdown,
+            events,
+            status,
+            finished_at: last.map_or(now, |row| row.created_at),
+        };
+        builder.finished_match()
+    }
+
+    // ---- Timers and bots -------------------------------------------------------------
+
+    /// When the shell must come back: the lobby's expiry or the running turn's deadline.
+    pub fn next_wakeup(&self) -> Option<Millis> {
+        match self.lobby.status {
+            LobbyStatus::Open => Some(self.expires_at()),
+            LobbyStatus::Playing if self.human_to_move() && !self.turn_timed_out() => {
+                self.clocks.as_ref()?.deadline()
+            }
+            _ => None,
+        }
+    }
+
+    fn expires_at(&self) -> Millis {
+        self.last_activity + self.settings.lobby_idle_timeout.as_millis() as Millis
+    }
+
+    fn turn_timed_out(&self) -> bool {
+        self.clocks.as_ref().is_some_and(Clocks::turn_timed_out)
+    }
+
+    /// Whether the seat to move is a human's own (not a bot's, abandoned or resigned).
+    fn human_to_move(&self) -> bool {
+        self.seat_to_move()
+            .is_some_and(|row| row.bot.is_none() && row.control == SeatControl::Human)
+    }
+
+    fn seat_to_move(&self) -> Option<&SeatRow> {
+        let seat = self.game.as_ref()?.current_player()?;
+        self.seat_row(seat)
+    }
+
+    /// The turn in progress ran past its deadline: the rest of it is played for the
+    /// seat (by [`RoomMachine::bot_job`]). Returns whether that just happened.
+    pub fn time_out(&mut self, now: Millis) -> bool {
+        let due = self.next_wakeup().is_some_and(|deadline| now >= deadline);
+        if self.lobby.status != LobbyStatus::Playing || !due {
+            return false;
+        }
+        match self.clocks.as_mut() {
+            Some(clocks) => clocks.mark_timed_out(),
+            None => return false,
+        }
+        tracing::info!(seq = self.seq(), "a turn ran out of time");
+        true
+    }
+
+    /// A change that is due without any request: an expired lobby, or a seat that timed
+    /// out too often and is now abandoned.
+    pub fn due_change(&self, now: Millis) -> Option<Change> {
+        match self.lobby.status {
+            LobbyStatus::Open if now >= self.expires_at() => {
+                Some(Change::Cancelled(CancelReason::Expired))
+            }
+            LobbyStatus::Playing => self.seat_to_abandon(now),
+            _ => None,
+        }
+    }
+
+    fn seat_to_abandon(&self, now: Millis) -> Option<Change> {
+        let clocks = self.clocks.as_ref()?;
+        let seat = self.seats.iter().find(|seat| {
+            let (timeouts, _) = clocks.streak(seat.seat);
+            seat.bot.is_none() && seat.control == SeatControl::Human && timeouts >= TIMEOUTS_TO_ABANDON
+        })?;
+        Some(self.seat_change(seat, SeatControl::Abandoned, SeatChange::Abandoned, now))
+    }
+
+    /// The move a bot must choose now, if the seat to move is played by one: a bot's
+    /// seat, an abandoned or resigned seat, or a turn that ran out of time.
+    pub fn bot_job(&self) -> Option<BotJob> {
+        if self.lobby.status != LobbyStatus::Playing {
+            return None;
+        }
+        let game = self.game.as_ref()?;
+        let row = self.seat_to_move()?;
+        let settings = &self.settings;
+        let (level, origin, think) = match (&row.bot, row.control) {
+            (Some(level), _) => (
+                level.parse().unwrap_or(settings.stand_in_bot),
+                MoveOrigin::Bot,
+                self.bot_think(),
+            ),
+            (None, SeatControl::Abandoned | SeatControl::Resigned) => {
+                (settings.stand_in_bot, MoveOrigin::Bot, settings.stand_in_think)
+            }
+            (None, SeatControl::Human) if self.turn_timed_out() => {
+                (settings.stand_in_bot, MoveOrigin::Timeout, settings.stand_in_think)
+            }
+            (None, SeatControl::Human) => return None,
+        };
+        Some(BotJob {
+            seq: self.seq(),
+            seat: row.seat,
+            level,
+            origin,
+            view: game.hidden(),
+            think,
+        })
+    }
+
+    /// A bot's thinking time: the configured time, but never more than a quarter of a
+    /// turn's allowance, so that a bot never runs out of time itself.
+    fn bot_think(&self) -> Duration {
+        let think = self.settings.bot_think;
+        match self.lobby.clock {
+            carcassonne_store::TimeControl::Turn { per_turn_ms, .. }
+            | carcassonne_store::TimeControl::Correspondence { per_turn_ms } => {
+                think.min(Duration::from_millis(per_turn_ms / 4))
+            }
+            carcassonne_store::TimeControl::None => think,
+        }
+    }
+
+    /// The metric label of a bot's move (`None` for a player's own).
+    pub fn bot_reason(&self, row: &MoveRow) -> Option<&'static str> {
+        match origin_reason(row.origin, self.seat_row(row.seat)) {
+            _ if row.origin == MoveOrigin::Player => None,
+            "timeout" => Some("timeout"),
+            "bot" => Some("bot"),
+            _ => Some("stand_in"),
+        }
+    }
+
+    // ---- Applying committed changes --------------------------------------------------
+
+    /// Takes a committed change into the state: the next `seq`, and the update to send.
+    pub fn apply(&mut self, change: Change, now: Millis) -> Arc<Outgoing> {
+        match change {
+            Change::SeatTaken(row) => {
+                let event = json!({ "type": "seat_taken", "seat": row.seat,
+                    "name": row.display_name, "bot": row.bot });
+                self.seats.push(row);
+                self.seats.sort_by_key(|seat| seat.seat);
+                self.last_activity = now;
+                self.publish(vec![event], None, now)
+            }
+            Change::SeatFreed(seat) => {
+                self.seats.retain(|row| row.seat != seat);
+                self.last_activity = now;
+                self.publish(vec![json!({ "type": "seat_freed", "seat": seat })], None, now)
+            }
+            Change::Cancelled(reason) => self.apply_cancel(reason, now),
+            Change::Started {
+                lobby,
+                seats,
+                game,
+                opening,
+                previous_seats,
+                randomized,
+            } => {
+                let started = json!({ "type": "game_started", "previous_seats": previous_seats });
+                self.apply_start(lobby, seats, *game, started, opening, randomized, now)
+            }
+            Change::Moved {
+                game,
+                row,
+                events,
+                result,
+            } => self.apply_move(*game, row, events, result.as_deref(), now),
+            Change::SeatChanged {
+                row,
+                reason,
+                result,
+            } => self.apply_seat_change(row, reason, result.as_deref(), now),
+        }
+    }
+
+    fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
+        let event = match reason {
+            CancelReason::Creator => json!({ "type": "lobby_cancelled", "reason": "creator" }),
+            CancelReason::Expired => json!({ "type": "lobby_cancelled", "reason": "expired" }),
+            CancelReason::Aborted { seat } => json!({ "type": "game_aborted", "seat": seat }),
+        };
+        tracing::info!(?reason, "lobby cancelled");
+        self.lobby.status = LobbyStatus::Cancelled;
+        self.ended = true;
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.stop();
+        }
+        self.publish(vec![event], None, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_start(
+        &mut self,
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        game: Game,
+        started: Value,
+        opening: Vec<Event>,
+        randomized: bool,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        // Only a shuffle renumbers seats; without one every player keeps theirs.
+        let reseated = randomized.then(|| {
+            let seats_by_token = seats
+                .iter()
+                .map(|seat| (seat.token_hash.clone(), seat.seat))
+                .collect();
+            Arc::new(seats_by_token)
+        });
+        self.clocks = Some(Clocks::start(lobby.clock, game.players(), now));
+        (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
+        tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
+        let opening = opening.iter().map(event_json);
+        self.publish(std::iter::once(started).chain(opening).collect(), reseated, now)
+    }
+
+    fn apply_move(
+        &mut self,
+        game: Game,
+        row: MoveRow,
+        events: Vec<Event>,
+        result: Option<&FinishedMatch>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        let mut announced = Vec::new();
+        if row.origin == MoveOrigin::Timeout && !self.turn_timed_out_announced(&row) {
+            let timeouts = self.clocks.as_ref().map_or(0, |c| c.streak(row.seat).0) + 1;
+            announced.push(json!({ "type": "turn_timed_out", "seat": row.seat,
+                "timeouts_in_row": timeouts }));
+        }
+        if row.origin != MoveOrigin::Player {
+            announced.push(json!({ "type": "bot_moved", "seat": row.seat,
+                "reason": origin_reason(row.origin, self.seat_row(row.seat)) }));
+        }
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.record(&row, game.current_player());
+        }
+        self.remember(&row, &events);
+        self.log.push(row);
+        self.game = Some(game);
+        if let Some(result) = result {
+            self.finish(result);
+        }
+        announced.extend(events.iter().map(event_json));
+        self.publish(announced, None, now)
+    }
+
+    /// Whether the timeout of this move's turn was already announced (with its tile).
+    fn turn_timed_out_announced(&self, row: &MoveRow) -> bool {
+        self.log
+            .last()
+            .is_some_and(|last| last.seat == row.seat && last.origin == MoveOrigin::Timeout)
+            && !matches!(row.mv, Move::PlaceTile { .. })
+    }
+
+    fn apply_seat_change(
+        &mut self,
+        row: SeatRow,
+        reason: SeatChange,
+        result: Option<&FinishedMatch>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        let seat = row.seat;
+        if matches!(reason, SeatChange::Reclaimed | SeatChange::TokenReplaced)
+            && let Some(clocks) = self.clocks.as_mut()
+        {
+            clocks.clear_streak(seat);
+        }
+        if let Some(slot) = self.seats.iter_mut().find(|s| s.seat == seat) {
+            // A replaced token ends the old token's connections' claim to the seat.
+            if slot.token_hash != row.token_hash {
+                self.connections.remove(&slot.token_hash);
+            }
+            *slot = row;
+        }
+        let mut events = vec![json!({ "type": reason.event_name(), "seat": seat })];
+        if let Some(result) = result {
+            self.finish(result);
+            events.push(json!({ "type": "game_abandoned" }));
+        }
+        tracing::info!(seat, ?reason, "seat changed");
+        self.publish(events, None, now)
+    }
+
+    fn finish(&mut self, result: &FinishedMatch) {
+        self.outcome = Some(Ending::of(result));
+        self.lobby.status = LobbyStatus::Finished;
+        self.lobby.finished_at = Some(result.finished_at);
+        self.ended = true;
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.stop();
+        }
+        tracing::info!(status = ?result.status, "game finished");
+    }
+
+    fn remember(&mut self, row: &MoveRow, events: &[Event]) {
+        self.accepted
+            .insert((row.seat, row.command_id.clone()), row.seq);
+        self.breakdown
+            .extend(events.iter().filter_map(|event| match event {
+                Event::FeatureScored(score) => Some(score.clone()),
+                _ => None,
+            }));
+    }
+
+    // ---- Connections -----------------------------------------------------------------
+
+    /// A client said hello: a player by token, or a spectator.
+    pub fn connect(
+        &mut self,
+        token_hash: Option<&str>,
+        invite_code: Option<&str>,
+        last_seq: Option<u64>,
+        now: Millis,
+    ) -> Result<Joined, AppError> {
+        let seat = match token_hash {
+            Some(hash) => Some(self.seat_of(hash).ok_or(AppError::BadToken)?.seat),
+            None if !self.invite_code_fits(invite_code) => return Err(AppError::PrivateGame),
+            None => None,
+        };
+        // Count the connection first, so that its own seat is among the connected ones in
+        // the snapshot it is about to get.
+        let mut presence = None;
+        if let (Some(hash), Some(seat)) = (token_hash, seat) {
+            let count = self.connections.entry(hash.to_owned()).or_default();
+            *count += 1;
+            if *count == 1 {
+                presence = Some(presence_message(seat, true));
+            }
+        }
+        Ok(Joined {
+            seat,
+            catch_up: self.catch_up(token_hash, last_seq, now),
+            presence,
+        })
+    }
+
+    /// A connection closed; the presence announcement when it was the seat's last.
+    pub fn disconnect(&mut self, token_hash: Option<&str>) -> Option<Arc<Outgoing>> {
+        let hash = token_hash?;
+        let count = self.connections.get_mut(hash)?;
+        *count -= 1;
+        if *count > 0 {
+            return None;
+        }
+        self.connections.remove(hash);
+        let seat = self.seat_of(hash)?.seat;
+        Some(presence_message(seat, false))
+    }
+
+    fn connected_seats(&self) -> Vec<u8> {
+        let mut seats: Vec<u8> = self
+            .connections
+            .keys()
+            .filter_map(|hash| self.seat_of(hash).map(|seat| seat.seat))
+            .collect();
+        seats.sort_unstable();
+        seats
+    }
+
+    /// The updates after `last_seq` when they are still at hand and few, else a snapshot.
+    /// A player to move who missed nothing is reminded of their legal moves, so that a
+    /// reconnecting client never waits for a turn that is already its own.
+    pub fn catch_up(
+        &self,
+        token_hash: Option<&str>,
+        last_seq: Option<u64>,
+        now: Millis,
+    ) -> Vec<Arc<Outgoing>> {
+        let seq = self.seq();
+        match last_seq {
+            Some(last) if last == seq => self.turn_reminder(token_hash, now).into_iter().collect(),
+            Some(last)
+                if last < seq && seq - last <= MAX_CATCH_UP && self.has_updates_after(last) =>
+            {
+                self.recent
+                    .iter()
+                    .filter(|update| update.seq.is_some_and(|s| s > last))
+                    .cloned()
+                    .collect()
+            }
+            _ => vec![self.snapshot(token_hash, now)],
+        }
+    }
+
+    /// `your_turn` with the legal moves, for the player to move; `None` for anyone else.
+    fn turn_reminder(&self, token_hash: Option<&str>, now: Millis) -> Option<Arc<Outgoing>> {
+        let game = self.game.as_ref()?;
+        if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
+            return None;
+        }
+        let message = ServerMessage::YourTurn {
+            seq: self.seq(),
+            legal_moves: legal_moves(game),
+            turn_ms_left: self.turn_ms_left(now),
+        };
+        // Not an update (it changes nothing): sent as is, never filtered as already seen.
+        Some(Arc::new(Outgoing::plain(None, message.to_json())))
+    }
+
+    fn has_updates_after(&self, last: u64) -> bool {
+        self.recent
+            .front()
+            .and_then(|update| update.seq)
+            .is_some_and(|oldest| oldest <= last + 1)
+    }
+
+    fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {
+        let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
+        let message = ServerMessage::Snapshot {
+            seq: self.seq(),
+            state: self.state.clone(),
+            connected: self.connected_seats(),
+            legal_moves: to_move.then(|| self.game.as_ref().map(legal_moves).unwrap_or_default()),
+            turn_ms_left: self.turn_ms_left(now),
+        };
+        let mut outgoing = Outgoing::plain(Some(self.seq()), message.to_json());
+        outgoing.snapshot = true;
+        Arc::new(outgoing)
+    }
+
+    /// Milliseconds left in the turn in progress, when it has a deadline.
+    fn turn_ms_left(&self, now: Millis) -> Option<u64> {
+        if self.ended {
+            return None;
+        }
+        let deadline = self.clocks.as_ref()?.deadline()?;
+        Some((deadline - now).max(0) as u64)
+    }
+
+    /// The token hash of the human player to move, who gets the legal moves.
+    fn mover(&self) -> Option<String> {
+        if self.lobby.status != LobbyStatus::Playing {
+            return None;
+        }
+        let row = self.seat_to_move()?;
+        (row.bot.is_none() && row.control == SeatControl::Human && !self.turn_timed_out())
+            .then(|| row.token_hash.clone())
+    }
+
+    // ---- Publishing ------------------------------------------------------------------
+
+    fn current_state(&self, _now: Millis) -> Value {
+        let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
+            clocks,
+            running: !self.ended,
+        });
+        let state = public_state(
+            &self.lobby,
+            &self.seats,
+            self.game.as_ref(),
+            clocks,
+            self.outcome.as_ref(),
+        );
+        serde_json::to_value(state).expect("state serializes")
+    }
+
+    /// Announces a committed change: the next `seq`, its events, and the patch to it.
+    fn publish(
+        &mut self,
+        events: Vec<Value>,
+        reseated: Option<Arc<HashMap<String, u8>>>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        self.lobby.seq += 1;
+        let seq = self.lobby.seq;
+        let state = self.current_state(now);
+        let patch =
+            serde_json::to_value(json_patch::diff(&self.state, &state)).expect("patches serialize");
+        self.state = state;
+        let mover = self.mover();
+        let turn_ms_left = self.turn_ms_left(now);
+        let update = |legal| ServerMessage::Update {
+            seq,
+            events: events.clone(),
+            patch: patch.clone(),
+            legal_moves: legal,
+            turn_ms_left,
+        };
+        let for_others = Utf8Bytes::from(update(None).to_json());
+        let for_mover = match (&mover, &self.game) {
+            (Some(_), Some(game)) => Utf8Bytes::from(update(Some(legal_moves(game))).to_json()),
+            _ => for_others.clone(),
+        };
+        let outgoing = Arc::new(Outgoing {
+            seq: Some(seq),
+            mover,
+            for_mover,
+            for_others,
+            reseated,
+            snapshot: false,
+            closing: false,
+        });
+        self.recent.push_back(outgoing.clone());
+        if self.recent.len() > RECENT_UPDATES {
+            self.recent.pop_front();
+        }
+        outgoing
+    }
+}
+
+/// The randomness of a game's start, drawn by the caller.
+#[derive(Clone, Debug)]
+pub struct StartDraw {
+    pub seed: u64,
+    pub salt: [u8; 32],
+    /// The seats' new order (indices into the lobby's seats), when shuffled.
+    pub order: Option<Vec<usize>>,
+}
+
+impl StartDraw {
+    /// A fresh draw from the thread's generator.
+    pub fn random(seats: usize, shuffle: bool) -> StartDraw {
+        use rand::seq::SliceRandom;
+        let order = shuffle.then(|| {
+            let mut order: Vec<usize> = (0..seats).collect();
+            order.shuffle(&mut rand::rng());
+            order
+        });
+        StartDraw {
+            seed: rand::random(),
+            // The salt keeps the published commitment from giving the 64-bit seed away.
+            salt: rand::random(),
+            order,
+        }
+    }
+}
+
+/// The game a started lobby plays, with the events of its opening draw.
+fn game_for(lobby: &LobbyRow, players: usize) -> Result<(Game, Vec<Event>), String> {
+    let seed = lobby.seed.ok_or("a started game without a seed")?;
+    let setup = Setup {
+        rules: lobby.rules.clone(),
+        players: players as u8,
+        stack: Stack::Seeded(seed),
+    };
+    Game::start(setup).map_err(|error| error.to_string())
+}
+
+fn event_json(event: &Event) -> Value {
+    serde_json::to_value(event).expect("events serialize")
+}
+
+fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {
+    let message = ServerMessage::Presence { seat, connected };
+    Arc::new(Outgoing::plain(None, message.to_json()))
+}
+
+/// "Greedy bot 2" for a greedy bot in seat 1: seats are counted from 1 for people.
+fn default_bot_name(level: BotLevel, seat: u8) -> String {
+    let mut title = level.to_string();
+    if let Some(first) = title.get_mut(0..1) {
+        first.make_ascii_uppercase();
+    }
+    format!("{title} bot {}", seat + 1)
+}
+
+/// Why a bot made a move: `timeout`, `bot` (a bot's own seat), `abandoned` or `resigned`.
+fn origin_reason(origin: MoveOrigin, seat: Option<&SeatRow>) -> &'static str {
+    match (origin, seat) {
+        (MoveOrigin::Timeout, _) => "timeout",
+        (_, Some(row)) if row.bot.is_some() => "bot",
+        (_, Some(row)) if row.control == SeatControl::Resigned => "resigned",
+        (_, Some(row)) if row.control == SeatControl::Abandoned => "abandoned",
+        _ => "bot",
+    }
+}
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

@@ -1,0 +1,303 @@
+//! Unit tests of the room state machine: no sockets, no database, no clock but the
+//! timestamps the tests pass in.
+
+use super::*;
+use carcassonne_core::Rules;
+use carcassonne_store::TimeControl;
+
+const T0: Millis = 1_800_000_000_000;
+const CREATOR: &str = "creator-hash";
+const GUEST: &str = "guest-hash";
+
+fn settings() -> RoomSettings {
+    RoomSettings {
+        lobby_idle_timeout: Duration::from_secs(60),
+        ..RoomSettings::default()
+    }
+}
+
+fn seat(number: u8, token_hash: &str, name: &str) -> SeatRow {
+    SeatRow {
+        seat: number,
+        display_name: name.into(),
+        player_id: None,
+        token_hash: token_hash.into(),
+        creator: number == 0,
+        joined_at: T0,
+        control: SeatControl::Human,
+        control_seq: 0,
+        bot: None,
+    }
+}
+
+fn lobby(clock: TimeControl) -> LobbyRow {
+    LobbyRow {
+        id: uuid::Uuid::new_v4(),
+        name: "test".into(),
+        public: true,
+        invite_hash: None,
+        seat_count: 2,
+        rules: Rules::default(),
+        clock,
+        status: LobbyStatus::Open,
+        seed: None,
+        deck_salt: None,
+        seq: 0,
+        created_at: T0,
+        started_at: None,
+        finished_at: None,
+    }
+}
+
+fn draw() -> StartDraw {
+    StartDraw {
+        seed: 7,
+        salt: [3; 32],
+        order: None,
+    }
+}
+
+/// Applies what `change` decides, as the shell does after a successful write.
+fn commit(machine: &mut RoomMachine, change: Result<Change, AppError>, now: Millis) {
+    machine.apply(change.expect("a change"), now);
+}
+
+/// A started two-player game: the creator and a guest, both human.
+fn two_player_game(clock: TimeControl) -> RoomMachine {
+    let mut machine = RoomMachine::open(lobby(clock), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let (join, _) = machine.join("Bob".into(), None, None, T0).unwrap();
+    commit(&mut machine, Ok(join), T0);
+    // The guest's token is random; give the seat a known hash for the tests.
+    machine.seats[1].token_hash = GUEST.into();
+    let start = machine.start(CREATOR, draw(), T0);
+    commit(&mut machine, start, T0);
+    machine
+}
+
+/// Plays the seat to move's first legal move, as that player.
+fn play_first_legal(machine: &mut RoomMachine, now: Millis) -> Result<(), AppError> {
+    let seat = machine.game.as_ref().unwrap().current_player().unwrap();
+    let hash = machine.seat_row(seat).unwrap().token_hash.clone();
+    let mv = machine.game.as_ref().unwrap().legal_moves()[0];
+    let id = format!("c{}", machine.seq());
+    match machine.command(&hash, id, machine.seq(), mv, now)? {
+        Decision::Commit(change) => commit(machine, Ok(change), now),
+        Decision::Repeat(_) => panic!("a new command was taken for a repeat"),
+    }
+    Ok(())
+}
+
+/// Lets the bot job of the moment play its first legal move.
+fn play_bot_job(machine: &mut RoomMachine, now: Millis) -> BotJob {
+    let job = machine.bot_job().expect("a bot job");
+    let mv = job.view.game().legal_moves()[0];
+    let change = machine.bot_move(&job, mv, now);
+    commit(machine, change, now);
+    job
+}
+
+fn event_types(outgoing: &Outgoing) -> Vec<String> {
+    let message: Value = serde_json::from_str(outgoing.for_others.as_str()).unwrap();
+    message["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_idle_open_lobby_expires_and_any_change_postpones_it() {
+    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    assert_eq!(machine.next_wakeup(), Some(T0 + 60_000));
+    assert!(machine.due_change(T0 + 59_999).is_none());
+    let (join, _) = machine.join("Bob".into(), None, None, T0 + 30_000).unwrap();
+    commit(&mut machine, Ok(join), T0 + 30_000);
+    assert!(machine.due_change(T0 + 60_000).is_none());
+    let expired = machine.due_change(T0 + 90_000);
+    assert!(matches!(expired, Some(Change::Cancelled(CancelReason::Expired))));
+    let update = machine.apply(expired.unwrap(), T0 + 90_000);
+    assert!(machine.ended());
+    assert_eq!(event_types(&update), ["lobby_cancelled"]);
+}
+
+#[test]
+fn only_the_creator_adds_bots_and_a_bot_seat_plays_itself() {
+    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let refused = machine.add_bot("someone", BotLevel::Random, None, T0);
+    assert_eq!(refused.unwrap_err(), AppError::BadToken);
+    let added = machine.add_bot(CREATOR, BotLevel::Random, None, T0);
+    commit(&mut machine, added, T0);
+    assert_eq!(machine.seats()[1].bot.as_deref(), Some("random"));
+    assert_eq!(machine.add_bot(CREATOR, BotLevel::Greedy, None, T0).unwrap_err(), AppError::LobbyFull);
+    let start = machine.start(CREATOR, draw(), T0);
+    commit(&mut machine, start, T0);
+    // The human moves first; then the bot's turn is a job for the pool.
+    assert!(machine.bot_job().is_none());
+    play_first_legal(&mut machine, T0).unwrap();
+    play_first_legal(&mut machine, T0).unwrap();
+    let job = play_bot_job(&mut machine, T0);
+    assert_eq!((job.seat, job.origin), (1, MoveOrigin::Bot));
+}
+
+#[test]
+fn a_turn_past_its_deadline_is_played_by_a_bot_and_the_player_is_refused() {
+    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 1_000 };
+    let mut machine = two_player_game(clock);
+    assert_eq!(machine.next_wakeup(), Some(T0 + 3_000));
+    assert!(!machine.time_out(T0 + 2_999));
+    assert!(machine.bot_job().is_none());
+    assert!(machine.time_out(T0 + 3_000));
+    let mv = machine.game.as_ref().unwrap().legal_moves()[0];
+    let refused = machine.command(CREATOR, "late".into(), machine.seq(), mv, T0 + 3_001);
+    assert_eq!(refused.unwrap_err(), AppError::TurnTimedOut);
+    let job = machine.bot_job().unwrap();
+    assert_eq!((job.seat, job.origin), (0, MoveOrigin::Timeout));
+    let first = {
+        let mv = job.view.game().legal_moves()[0];
+        let change = machine.bot_move(&job, mv, T0 + 3_100);
+        machine.apply(change.unwrap(), T0 + 3_100)
+    };
+    assert_eq!(&event_types(&first)[..2], ["turn_timed_out", "bot_moved"]);
+    play_bot_job(&mut machine, T0 + 3_200);
+    // Seat 1's turn, with a whole allowance and reserve; seat 0's reserve is spent.
+    assert_eq!(machine.clocks.as_ref().unwrap().reserves(), &[0, 1_000]);
+    assert_eq!(machine.next_wakeup(), Some(T0 + 3_200 + 3_000));
+    assert!(machine.bot_job().is_none());
+}
+
+/// Lets seat 0's turn run out and the stand-in play it, then seat 1 play its own turn.
+fn time_out_seat_zero(machine: &mut RoomMachine, now: Millis) -> Millis {
+    let deadline = machine.next_wakeup().unwrap().max(now);
+    assert!(machine.time_out(deadline));
+    play_bot_job(machine, deadline);
+    play_bot_job(machine, deadline);
+    play_first_legal(machine, deadline).unwrap();
+    play_first_legal(machine, deadline).unwrap();
+    deadline
+}
+
+#[test]
+fn three_timeouts_in_a_row_abandon_the_seat_until_its_owner_says_hello() {
+    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 0 };
+    let mut machine = two_player_game(clock);
+    let mut now = T0;
+    for _ in 0..2 {
+        now = time_out_seat_zero(&mut machine, now);
+        assert!(machine.due_change(now).is_none());
+    }
+    now = time_out_seat_zero(&mut machine, now);
+    let abandon = machine.due_change(now).expect("the seat is abandoned");
+    let update = machine.apply(abandon, now);
+    assert_eq!(event_types(&update), ["seat_abandoned"]);
+    // A bot plays the abandoned seat at once, without waiting for a deadline.
+    assert_eq!(machine.next_wakeup(), None);
+    assert_eq!(machine.bot_job().unwrap().origin, MoveOrigin::Bot);
+    let mv = machine.game.as_ref().unwrap().legal_moves()[0];
+    let refused = machine.command(CREATOR, "x".into(), machine.seq(), mv, now);
+    assert_eq!(refused.unwrap_err(), AppError::SeatAbandoned);
+    let back = machine.reclaim_on_hello(CREATOR, now).expect("taken back");
+    machine.apply(back, now);
+    assert_eq!(machine.seats()[0].control, SeatControl::Human);
+    assert!(machine.due_change(now).is_none());
+    play_first_legal(&mut machine, now).unwrap();
+}
+
+#[test]
+fn a_resigned_seat_is_played_by_a_bot_and_the_last_resignation_ends_the_game() {
+    let mut machine = two_player_game(TimeControl::None);
+    let resign = machine.resign(GUEST, T0 + 5);
+    let Ok(Change::SeatChanged { result: None, .. }) = &resign else {
+        panic!("one resignation does not end a game with another human: {resign:?}");
+    };
+    commit(&mut machine, resign, T0 + 5);
+    assert_eq!(machine.resign(GUEST, T0).unwrap_err(), AppError::Resigned);
+    play_first_legal(&mut machine, T0 + 6).unwrap();
+    play_first_legal(&mut machine, T0 + 7).unwrap();
+    let job = play_bot_job(&mut machine, T0 + 8);
+    assert_eq!((job.seat, job.origin), (1, MoveOrigin::Bot));
+    play_bot_job(&mut machine, T0 + 9);
+    let last = machine.resign(CREATOR, T0 + 10).unwrap();
+    let Change::SeatChanged { result: Some(result), .. } = &last else {
+        panic!("the last human resigning ends the game");
+    };
+    assert_eq!(result.status, MatchStatus::Abandoned);
+    assert!(result.seats.iter().all(|seat| seat.resigned && !seat.winner));
+    let update = machine.apply(last, T0 + 10);
+    assert!(machine.ended());
+    assert_eq!(event_types(&update), ["seat_resigned", "game_abandoned"]);
+    assert!(machine.bot_job().is_none());
+}
+
+#[test]
+fn a_game_can_be_aborted_only_until_every_seat_has_placed_a_tile() {
+    let mut machine = two_player_game(TimeControl::None);
+    assert!(machine.abort(GUEST).is_ok());
+    play_first_legal(&mut machine, T0).unwrap();
+    play_first_legal(&mut machine, T0).unwrap();
+    assert!(machine.abort(CREATOR).is_ok());
+    play_first_legal(&mut machine, T0).unwrap();
+    assert_eq!(machine.abort(CREATOR).unwrap_err(), AppError::TooLateToAbort);
+}
+
+#[test]
+fn a_bot_answer_to_an_older_state_is_stale() {
+    let mut machine = two_player_game(TimeControl::Turn { per_turn_ms: 1_000, reserve_ms: 0 });
+    assert!(machine.time_out(T0 + 1_000));
+    let job = machine.bot_job().unwrap();
+    play_bot_job(&mut machine, T0 + 1_001);
+    let mv = job.view.game().legal_moves()[0];
+    assert!(matches!(machine.bot_move(&job, mv, T0), Err(AppError::StaleSeq { .. })));
+}
+
+#[test]
+fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
+    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 0 };
+    let mut machine = two_player_game(clock);
+    for step in 0..6 {
+        play_first_legal(&mut machine, T0 + 100 * step).unwrap();
+    }
+    let live = LiveGame {
+        lobby: machine.lobby.clone(),
+        seats: machine.seats.clone(),
+        moves: machine.log.clone(),
+    };
+    let restart = T0 + 3_600_000;
+    let restored = RoomMachine::restore(live, settings(), restart).unwrap();
+    assert_eq!(restored.game, machine.game);
+    assert_eq!(restored.seq(), machine.seq());
+    assert_eq!(restored.next_wakeup(), Some(restart + 2_000));
+}
+
+#[test]
+fn patches_rebuild_every_state_through_a_whole_game_of_bots() {
+    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    for level in [BotLevel::Random] {
+        let added = machine.add_bot(CREATOR, level, None, T0);
+        commit(&mut machine, added, T0);
+    }
+    let start = machine.start(CREATOR, draw(), T0);
+    commit(&mut machine, start, T0);
+    let mut mirror = machine.state.clone();
+    let mut turns = 0;
+    while !machine.ended() {
+        let update = if machine.bot_job().is_some() {
+            let job = machine.bot_job().unwrap();
+            let mv = job.view.game().legal_moves()[0];
+            let change = machine.bot_move(&job, mv, T0).unwrap();
+            machine.apply(change, T0)
+        } else {
+            let seq = machine.seq();
+            play_first_legal(&mut machine, T0).unwrap();
+            machine.recent.back().filter(|u| u.seq == Some(seq + 1)).unwrap().clone()
+        };
+        let message: Value = serde_json::from_str(update.for_others.as_str()).unwrap();
+        let patch: json_patch::Patch = serde_json::from_value(message["patch"].clone()).unwrap();
+        json_patch::patch(&mut mirror, &patch).unwrap();
+        assert_eq!(mirror, machine.state);
+        turns += 1;
+        assert!(turns < 400, "the game does not end");
+    }
+    assert_eq!(mirror["status"], "finished");
+    assert_eq!(mirror["game"]["result"]["status"], "finished");
+}

@@ -1,0 +1,198 @@
+//! How a game ends: the match written to the history, and its result in the state.
+//!
+//! A game ends *finished* when its last tile is played (end-of-game scoring included), or
+//! *abandoned* when no human seat is left to a human (all resigned or abandoned); an
+//! abandoned game is scored as it stands, without end-of-game scoring. Either way a
+//! seat that resigned never wins: the winners are the seats with the highest score among
+//! those that did not resign.
+
+use crate::clock::rfc3339;
+use crate::rooms::view::deck_proof;
+use carcassonne_core::deck::shuffled_stack;
+use carcassonne_core::record::{Action, GameRecord, TurnRecord};
+use carcassonne_core::{Event, FeatureScore, Game, Move, TileId};
+use carcassonne_store::{
+    FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
+};
+use serde_json::{Value, json};
+
+/// Everything a finished match is built from.
+pub struct MatchBuilder<'a> {
+    pub lobby: &'a LobbyRow,
+    pub seats: &'a [SeatRow],
+    pub game: &'a Game,
+    /// The moves before the last one.
+    pub log: &'a [MoveRow],
+    /// The move that ended the game, if a move did.
+    pub last: Option<&'a MoveRow>,
+    /// Features scored before the last move.
+    pub breakdown: &'a [FeatureScore],
+    /// The events of the last move.
+    pub events: &'a [Event],
+    pub status: MatchStatus,
+    pub finished_at: Millis,
+}
+
+impl MatchBuilder<'_> {
+    pub fn finished_match(&self) -> FinishedMatch {
+        let scores = self.game.scores();
+        let winners = final_winners(scores, self.seats);
+        let seats = self
+            .seats
+            .iter()
+            .map(|seat| MatchSeat {
+                seat: seat.seat,
+                display_name: seat.display_name.clone(),
+                player_id: seat.player_id,
+                score: scores.get(seat.seat as usize).copied().unwrap_or(0),
+                winner: winners.contains(&seat.seat),
+                resigned: seat.control == SeatControl::Resigned,
+            })
+            .collect();
+        let mut breakdown = self.breakdown.to_vec();
+        breakdown.extend(self.events.iter().filter_map(|event| match event {
+            Event::FeatureScored(score) => Some(score.clone()),
+            _ => None,
+        }));
+        FinishedMatch {
+            id: self.lobby.id,
+            name: self.lobby.name.clone(),
+            rules: self.lobby.rules.clone(),
+            started_at: self.lobby.started_at.unwrap_or(self.finished_at),
+            finished_at: self.finished_at,
+            tiles_placed: self.game.tiles_placed(),
+            seats,
+            breakdown: serde_json::to_value(breakdown).expect("scores serialize"),
+            record: self.game_record(),
+            status: self.status,
+        }
+    }
+
+    /// The game in the notation of `notation.md`, with the server's extras. An abandoned
+    /// game's record holds its whole turns; a turn cut off after its tile is left out.
+    fn game_record(&self) -> Value {
+        let moves: Vec<Move> = self.log.iter().chain(self.last).map(|row| row.mv).collect();
+        let turns = moves
+            .chunks(2)
+            .zip(self.game.tiles().iter().skip(1))
+            .filter_map(|(pair, placed)| turn_record(pair, placed.tile))
+            .collect();
+        let seed = self.lobby.seed.unwrap_or_default();
+        let mut extra = serde_json::Map::new();
+        extra.insert("id".into(), json!(self.lobby.id));
+        extra.insert("name".into(), json!(self.lobby.name));
+        extra.insert("seed".into(), json!(seed));
+        // The reveal: the seed and the salt of the commitment published at the start.
+        if let Some(proof) = deck_proof(self.lobby) {
+            proof.write_to(&mut extra);
+        }
+        let names: Vec<&String> = self.seats.iter().map(|s| &s.display_name).collect();
+        extra.insert("seats".into(), json!(names));
+        extra.insert("status".into(), json!(self.status));
+        let started_at = self.lobby.started_at.map(rfc3339);
+        extra.insert("started_at".into(), json!(started_at));
+        extra.insert("finished_at".into(), json!(rfc3339(self.finished_at)));
+        let record = GameRecord {
+            rules: self.game.rules().clone(),
+            players: self.game.players(),
+            draw_order: shuffled_stack(self.game.rules(), seed),
+            turns,
+            extra,
+        };
+        serde_json::to_value(record).expect("records serialize")
+    }
+}
+
+fn turn_record(pair: &[Move], tile: TileId) -> Option<TurnRecord> {
+    let [Move::PlaceTile { pos, rotation }, action] = pair else {
+        return None;
+    };
+    Some(TurnRecord {
+        tile,
+        x: pos.x,
+        y: pos.y,
+        rotation: *rotation,
+        action: Action::from_move(*action)?,
+    })
+}
+
+/// The seats with the highest score among those that did not resign (none when all did).
+pub fn final_winners(scores: &[u32], seats: &[SeatRow]) -> Vec<u8> {
+    let standing = || {
+        seats
+            .iter()
+            .filter(|seat| seat.control != SeatControl::Resigned)
+            .map(|seat| (seat.seat, scores.get(seat.seat as usize).copied().unwrap_or(0)))
+    };
+    let Some(best) = standing().map(|(_, score)| score).max() else {
+        return Vec::new();
+    };
+    standing()
+        .filter(|&(_, score)| score == best)
+        .map(|(seat, _)| seat)
+        .collect()
+}
+
+/// How the game ended, for the public state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ending {
+    pub status: MatchStatus,
+    pub final_scores: Vec<u32>,
+    pub winners: Vec<u8>,
+}
+
+impl Ending {
+    pub fn of(result: &FinishedMatch) -> Ending {
+        Ending {
+            status: result.status,
+            final_scores: result.seats.iter().map(|seat| seat.score).collect(),
+            winners: result
+                .seats
+                .iter()
+                .filter(|seat| seat.winner)
+                .map(|seat| seat.seat)
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seat(number: u8, control: SeatControl) -> SeatRow {
+        SeatRow {
+            seat: number,
+            display_name: format!("p{number}"),
+            player_id: None,
+            token_hash: String::new(),
+            creator: number == 0,
+            joined_at: 0,
+            control,
+            control_seq: 0,
+            bot: None,
+        }
+    }
+
+    #[test]
+    fn a_resigned_seat_never_wins_even_with_the_best_score() {
+        let seats = [seat(0, SeatControl::Resigned), seat(1, SeatControl::Human)];
+        assert_eq!(final_winners(&[50, 10], &seats), vec![1]);
+    }
+
+    #[test]
+    fn ties_share_the_win_and_abandoned_seats_may_win() {
+        let seats = [
+            seat(0, SeatControl::Abandoned),
+            seat(1, SeatControl::Human),
+            seat(2, SeatControl::Resigned),
+        ];
+        assert_eq!(final_winners(&[20, 20, 30], &seats), vec![0, 1]);
+    }
+
+    #[test]
+    fn when_everyone_resigned_nobody_wins() {
+        let seats = [seat(0, SeatControl::Resigned), seat(1, SeatControl::Resigned)];
+        assert!(final_winners(&[3, 4], &seats).is_empty());
+    }
+}
