@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod api;
 pub mod auth;
+pub mod bots;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod protocol;
 pub mod replay;
 pub mod rooms;
 pub mod state;
+pub mod tournament;
 pub mod ws;
 
 use crate::config::Config;
