@@ -57,7 +57,7 @@ pub fn start_tile(rules: &Rules) -> TileId {
 }
 
 /// The lake, which ends the river and is always the last river tile drawn.
-fn lake() -> TileId {
+pub(crate) fn lake() -> TileId {
     TileId::from_name("R02").expect("the catalogue has the lake")
 }
 
@@ -122,7 +122,9 @@ fn generator(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::from_seed(key)
 }
 
-fn shuffle<T>(items: &mut [T], rng: &mut ChaCha20Rng) {
+/// Fisher-Yates from the back, as the module documentation defines it. Generic so that
+/// [`crate::hidden`] shuffles the unseen tiles of a determinization the same way.
+pub(crate) fn shuffle<T, R: Rng + ?Sized>(items: &mut [T], rng: &mut R) {
     for i in (1..items.len()).rev() {
         let j = uniform_below(rng, i as u64 + 1) as usize;
         items.swap(i, j);
@@ -130,7 +132,7 @@ fn shuffle<T>(items: &mut [T], rng: &mut ChaCha20Rng) {
 }
 
 /// A uniform value in `0..bound` (`bound > 0`) by rejection sampling, free of modulo bias.
-fn uniform_below(rng: &mut ChaCha20Rng, bound: u64) -> u64 {
+fn uniform_below<R: Rng + ?Sized>(rng: &mut R, bound: u64) -> u64 {
     // 2^64 mod bound values at the top of the range would favour small results.
     let excess = (u64::MAX % bound + 1) % bound;
     loop {

@@ -304,6 +304,20 @@ impl Game {
         self.stack.len() - self.drawn
     }
 
+    /// The tiles still to be drawn, in draw order. Crate-private: the order is the one
+    /// secret of a game (see [`crate::hidden`]).
+    pub(crate) fn remaining_stack(&self) -> &[TileId] {
+        &self.stack[self.drawn..]
+    }
+
+    /// Replaces the tiles still to be drawn by `tiles`, keeping every tile drawn so far.
+    /// The caller passes a reordering of [`Game::remaining_stack`], so that the game stays
+    /// one the same setup could have dealt; the count is kept in any case by the caller.
+    pub(crate) fn replace_remaining_stack(&mut self, tiles: impl IntoIterator<Item = TileId>) {
+        self.stack.truncate(self.drawn);
+        self.stack.extend(tiles);
+    }
+
     /// Tiles placed so far, the start tile not counted.
     pub fn tiles_placed(&self) -> u32 {
         self.tiles_placed

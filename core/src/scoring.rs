@@ -15,13 +15,27 @@
 use crate::events::{Event, FeatureScore};
 use crate::features::NodeId;
 use crate::figures::{PlacedFigure, Seat};
-use crate::game::{Game, leaders};
+use crate::game::{Game, Phase, leaders};
 use crate::geometry::Pos;
 use crate::rules::Expansion;
 use crate::tiles::SegmentKind;
 use std::iter::once;
 
 impl Game {
+    /// The scores the players would have if the game ended now: the current scores plus
+    /// the end-of-game scoring of every claimed road, city, monastery, garden and farm as
+    /// it stands (see the table above). A finished game returns its final scores. Bots use
+    /// it to value the figures on the board; the game itself is not changed.
+    pub fn scores_if_ended_now(&self) -> Vec<u32> {
+        if self.phase() == Phase::Over {
+            return self.scores.clone();
+        }
+        let mut copy = self.clone();
+        let mut events = Vec::new();
+        copy.score_end_of_game(&mut events);
+        copy.scores
+    }
+
     /// Scores every road, city, monastery and garden the tile at `placed` completed, and
     /// sends their figures home.
     pub(crate) fn score_completed_features(&mut self, placed: usize, events: &mut Vec<Event>) {

@@ -224,6 +224,29 @@ fn an_incomplete_monastery_with_five_neighbours_scores_six_at_the_end() {
 }
 
 #[test]
+fn scores_if_ended_now_values_the_unfinished_monastery_as_it_stands_and_changes_nothing() {
+    // The layout of the test above, one turn short: four neighbours, 1 + 4 = 5 if the game
+    // ended now, while the real scores stay 0 and the game goes on.
+    let mut game = base_game(&["B", "U", "U", "E", "E"]);
+    play_turns(
+        &mut game,
+        &[
+            ((0, 1, 0), follower("m")),
+            ((1, 0, 0), Move::Pass),
+            ((-1, 0, 0), Move::Pass),
+            ((-1, 1, 270), Move::Pass),
+        ],
+    );
+    let before = game.clone();
+    assert_eq!(game.scores_if_ended_now(), vec![5, 0]);
+    assert_eq!(game, before);
+    assert_eq!(game.scores(), &[0, 0]);
+    play_turns(&mut game, &[((1, 1, 90), Move::Pass)]);
+    assert_eq!(game.phase(), Phase::Over);
+    assert_eq!(game.scores_if_ended_now(), vec![6, 0]);
+}
+
+#[test]
 fn a_surrounded_monastery_scores_nine_at_once_and_the_monk_returns() {
     // Rule: a monastery with all eight surrounding squares filled scores 9 during the game.
     // The five-neighbour layout of the test above (B at 0,1 with a monk; D; U at 1,0 and

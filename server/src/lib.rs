@@ -20,6 +20,7 @@ pub mod protocol;
 pub mod replay;
 pub mod rooms;
 pub mod state;
+pub mod tournament;
 pub mod ws;
 
 use crate::bots::BotPool;

@@ -39,6 +39,8 @@ enum Command {
     /// Ask a running server whether it is ready (for container health checks).
     /// Exit status: 0 on a 200 answer, 1 otherwise.
     Healthcheck(HealthcheckArgs),
+    /// Play bots against each other and report their strength.
+    Tournament(carcassonne_server::tournament::TournamentArgs),
 }
 
 /// A duration written the humane way: `10s`, `500ms`, `1m 30s`; never zero.
@@ -227,6 +229,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Replay(args)) => replay(args),
         Some(Command::Healthcheck(args)) => healthcheck(args),
+        Some(Command::Tournament(args)) => carcassonne_server::tournament::run(args),
         Some(Command::Serve(args)) => serve(*args),
         None => serve(cli.serve),
     }
