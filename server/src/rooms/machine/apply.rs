@@ -1,0 +1,238 @@
+//! Applying committed changes: the next `seq`, the new public state, and the update
+//! (events, patch, legal moves for the player to move) that goes to every connection.
+
+use super::*;
+
+impl RoomMachine {
+    /// Takes a committed change into the state: the next `seq`, and the update to send.
+    pub fn apply(&mut self, change: Change, now: Millis) -> Arc<Outgoing> {
+        match change {
+            Change::SeatTaken(row) => {
+                let event = json!({ "type": "seat_taken", "seat": row.seat,
+                    "name": row.display_name, "bot": row.bot });
+                self.seats.push(row);
+                self.seats.sort_by_key(|seat| seat.seat);
+                self.last_activity = now;
+                self.publish(vec![event], None, now)
+            }
+            Change::SeatFreed(seat) => {
+                self.seats.retain(|row| row.seat != seat);
+                self.last_activity = now;
+                self.publish(vec![json!({ "type": "seat_freed", "seat": seat })], None, now)
+            }
+            Change::Cancelled(reason) => self.apply_cancel(reason, now),
+            Change::Started {
+                lobby,
+                seats,
+                game,
+                opening,
+                previous_seats,
+                randomized,
+            } => {
+                let started = json!({ "type": "game_started", "previous_seats": previous_seats });
+                self.apply_start(lobby, seats, *game, started, opening, randomized, now)
+            }
+            Change::Moved {
+                game,
+                row,
+                events,
+                result,
+            } => self.apply_move(*game, row, events, result.as_deref(), now),
+            Change::SeatChanged {
+                row,
+                reason,
+                result,
+            } => self.apply_seat_change(row, reason, result.as_deref(), now),
+        }
+    }
+
+    fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
+        let event = match reason {
+            CancelReason::Creator => json!({ "type": "lobby_cancelled", "reason": "creator" }),
+            CancelReason::Expired => json!({ "type": "lobby_cancelled", "reason": "expired" }),
+            CancelReason::Aborted { seat } => json!({ "type": "game_aborted", "seat": seat }),
+        };
+        tracing::info!(?reason, "lobby cancelled");
+        self.lobby.status = LobbyStatus::Cancelled;
+        self.ended = true;
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.stop();
+        }
+        self.publish(vec![event], None, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_start(
+        &mut self,
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+        game: Game,
+        started: Value,
+        opening: Vec<Event>,
+        randomized: bool,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        // Only a shuffle renumbers seats; without one every player keeps theirs.
+        let reseated = randomized.then(|| {
+            let seats_by_token = seats
+                .iter()
+                .map(|seat| (seat.token_hash.clone(), seat.seat))
+                .collect();
+            Arc::new(seats_by_token)
+        });
+        self.clocks = Some(Clocks::start(lobby.clock, game.players(), now));
+        (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
+        tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
+        let opening = opening.iter().map(event_json);
+        self.publish(std::iter::once(started).chain(opening).collect(), reseated, now)
+    }
+
+    fn apply_move(
+        &mut self,
+        game: Game,
+        row: MoveRow,
+        events: Vec<Event>,
+        result: Option<&FinishedMatch>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        let mut announced = Vec::new();
+        if row.origin == MoveOrigin::Timeout && !self.turn_timed_out_announced(&row) {
+            let timeouts = self.clocks.as_ref().map_or(0, |c| c.streak(row.seat).0) + 1;
+            announced.push(json!({ "type": "turn_timed_out", "seat": row.seat,
+                "timeouts_in_row": timeouts }));
+        }
+        if row.origin != MoveOrigin::Player {
+            announced.push(json!({ "type": "bot_moved", "seat": row.seat,
+                "reason": origin_reason(row.origin, self.seat_row(row.seat)) }));
+        }
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.record(&row, game.current_player());
+        }
+        self.remember(&row, &events);
+        self.log.push(row);
+        self.game = Some(game);
+        if let Some(result) = result {
+            self.finish(result);
+        }
+        announced.extend(events.iter().map(event_json));
+        self.publish(announced, None, now)
+    }
+
+    /// Whether the timeout of this move's turn was already announced (with its tile).
+    fn turn_timed_out_announced(&self, row: &MoveRow) -> bool {
+        self.log
+            .last()
+            .is_some_and(|last| last.seat == row.seat && last.origin == MoveOrigin::Timeout)
+            && !matches!(row.mv, Move::PlaceTile { .. })
+    }
+
+    fn apply_seat_change(
+        &mut self,
+        row: SeatRow,
+        reason: SeatChange,
+        result: Option<&FinishedMatch>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        let seat = row.seat;
+        if matches!(reason, SeatChange::Reclaimed | SeatChange::TokenReplaced)
+            && let Some(clocks) = self.clocks.as_mut()
+        {
+            clocks.clear_streak(seat);
+        }
+        if let Some(slot) = self.seats.iter_mut().find(|s| s.seat == seat) {
+            // A replaced token ends the old token's connections' claim to the seat.
+            if slot.token_hash != row.token_hash {
+                self.connections.remove(&slot.token_hash);
+            }
+            *slot = row;
+        }
+        let mut events = vec![json!({ "type": reason.event_name(), "seat": seat })];
+        if let Some(result) = result {
+            self.finish(result);
+            events.push(json!({ "type": "game_abandoned" }));
+        }
+        tracing::info!(seat, ?reason, "seat changed");
+        self.publish(events, None, now)
+    }
+
+    fn finish(&mut self, result: &FinishedMatch) {
+        self.outcome = Some(Ending::of(result));
+        self.lobby.status = LobbyStatus::Finished;
+        self.lobby.finished_at = Some(result.finished_at);
+        self.ended = true;
+        if let Some(clocks) = self.clocks.as_mut() {
+            clocks.stop();
+        }
+        tracing::info!(status = ?result.status, "game finished");
+    }
+
+    fn remember(&mut self, row: &MoveRow, events: &[Event]) {
+        self.accepted
+            .insert((row.seat, row.command_id.clone()), row.seq);
+        self.breakdown
+            .extend(events.iter().filter_map(|event| match event {
+                Event::FeatureScored(score) => Some(score.clone()),
+                _ => None,
+            }));
+    }
+
+    // ---- Publishing ------------------------------------------------------------------
+
+    fn current_state(&self, _now: Millis) -> Value {
+        let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
+            clocks,
+            running: !self.ended,
+        });
+        let state = public_state(
+            &self.lobby,
+            &self.seats,
+            self.game.as_ref(),
+            clocks,
+            self.outcome.as_ref(),
+        );
+        serde_json::to_value(state).expect("state serializes")
+    }
+
+    /// Announces a committed change: the next `seq`, its events, and the patch to it.
+    fn publish(
+        &mut self,
+        events: Vec<Value>,
+        reseated: Option<Arc<HashMap<String, u8>>>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        self.lobby.seq += 1;
+        let seq = self.lobby.seq;
+        let state = self.current_state(now);
+        let patch =
+            serde_json::to_value(json_patch::diff(&self.state, &state)).expect("patches serialize");
+        self.state = state;
+        let mover = self.mover();
+        let turn_ms_left = self.turn_ms_left(now);
+        let update = |legal| ServerMessage::Update {
+            seq,
+            events: events.clone(),
+            patch: patch.clone(),
+            legal_moves: legal,
+            turn_ms_left,
+        };
+        let for_others = Utf8Bytes::from(update(None).to_json());
+        let for_mover = match (&mover, &self.game) {
+            (Some(_), Some(game)) => Utf8Bytes::from(update(Some(legal_moves(game))).to_json()),
+            _ => for_others.clone(),
+        };
+        let outgoing = Arc::new(Outgoing {
+            seq: Some(seq),
+            mover,
+            for_mover,
+            for_others,
+            reseated,
+            snapshot: false,
+            closing: false,
+        });
+        self.recent.push_back(outgoing.clone());
+        if self.recent.len() > RECENT_UPDATES {
+            self.recent.pop_front();
+        }
+        outgoing
+    }
+}

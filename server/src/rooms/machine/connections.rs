@@ -1,0 +1,139 @@
+//! Connections in the state machine: who is connected, and what a connecting or
+//! lagging client is sent to catch up.
+
+use super::*;
+
+impl RoomMachine {
+    /// A client said hello: a player by token, or a spectator.
+    pub fn connect(
+        &mut self,
+        token_hash: Option<&str>,
+        invite_code: Option<&str>,
+        last_seq: Option<u64>,
+        now: Millis,
+    ) -> Result<Joined, AppError> {
+        let seat = match token_hash {
+            Some(hash) => Some(self.seat_of(hash).ok_or(AppError::BadToken)?.seat),
+            None if !self.invite_code_fits(invite_code) => return Err(AppError::PrivateGame),
+            None => None,
+        };
+        // Count the connection first, so that its own seat is among the connected ones in
+        // the snapshot it is about to get.
+        let mut presence = None;
+        if let (Some(hash), Some(seat)) = (token_hash, seat) {
+            let count = self.connections.entry(hash.to_owned()).or_default();
+            *count += 1;
+            if *count == 1 {
+                presence = Some(presence_message(seat, true));
+            }
+        }
+        Ok(Joined {
+            seat,
+            catch_up: self.catch_up(token_hash, last_seq, now),
+            presence,
+        })
+    }
+
+    /// A connection closed; the presence announcement when it was the seat's last.
+    pub fn disconnect(&mut self, token_hash: Option<&str>) -> Option<Arc<Outgoing>> {
+        let hash = token_hash?;
+        let count = self.connections.get_mut(hash)?;
+        *count -= 1;
+        if *count > 0 {
+            return None;
+        }
+        self.connections.remove(hash);
+        let seat = self.seat_of(hash)?.seat;
+        Some(presence_message(seat, false))
+    }
+
+    fn connected_seats(&self) -> Vec<u8> {
+        let mut seats: Vec<u8> = self
+            .connections
+            .keys()
+            .filter_map(|hash| self.seat_of(hash).map(|seat| seat.seat))
+            .collect();
+        seats.sort_unstable();
+        seats
+    }
+
+    /// The updates after `last_seq` when they are still at hand and few, else a snapshot.
+    /// A player to move who missed nothing is reminded of their legal moves, so that a
+    /// reconnecting client never waits for a turn that is already its own.
+    pub fn catch_up(
+        &self,
+        token_hash: Option<&str>,
+        last_seq: Option<u64>,
+        now: Millis,
+    ) -> Vec<Arc<Outgoing>> {
+        let seq = self.seq();
+        match last_seq {
+            Some(last) if last == seq => self.turn_reminder(token_hash, now).into_iter().collect(),
+            Some(last)
+                if last < seq && seq - last <= MAX_CATCH_UP && self.has_updates_after(last) =>
+            {
+                self.recent
+                    .iter()
+                    .filter(|update| update.seq.is_some_and(|s| s > last))
+                    .cloned()
+                    .collect()
+            }
+            _ => vec![self.snapshot(token_hash, now)],
+        }
+    }
+
+    /// `your_turn` with the legal moves, for the player to move; `None` for anyone else.
+    fn turn_reminder(&self, token_hash: Option<&str>, now: Millis) -> Option<Arc<Outgoing>> {
+        let game = self.game.as_ref()?;
+        if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
+            return None;
+        }
+        let message = ServerMessage::YourTurn {
+            seq: self.seq(),
+            legal_moves: legal_moves(game),
+            turn_ms_left: self.turn_ms_left(now),
+        };
+        // Not an update (it changes nothing): sent as is, never filtered as already seen.
+        Some(Arc::new(Outgoing::plain(None, message.to_json())))
+    }
+
+    fn has_updates_after(&self, last: u64) -> bool {
+        self.recent
+            .front()
+            .and_then(|update| update.seq)
+            .is_some_and(|oldest| oldest <= last + 1)
+    }
+
+    fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {
+        let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
+        let message = ServerMessage::Snapshot {
+            seq: self.seq(),
+            state: self.state.clone(),
+            connected: self.connected_seats(),
+            legal_moves: to_move.then(|| self.game.as_ref().map(legal_moves).unwrap_or_default()),
+            turn_ms_left: self.turn_ms_left(now),
+        };
+        let mut outgoing = Outgoing::plain(Some(self.seq()), message.to_json());
+        outgoing.snapshot = true;
+        Arc::new(outgoing)
+    }
+
+    /// Milliseconds left in the turn in progress, when it has a deadline.
+    fn turn_ms_left(&self, now: Millis) -> Option<u64> {
+        if self.ended {
+            return None;
+        }
+        let deadline = self.clocks.as_ref()?.deadline()?;
+        Some((deadline - now).max(0) as u64)
+    }
+
+    /// The token hash of the human player to move, who gets the legal moves.
+    fn mover(&self) -> Option<String> {
+        if self.lobby.status != LobbyStatus::Playing {
+            return None;
+        }
+        let row = self.seat_to_move()?;
+        (row.bot.is_none() && row.control == SeatControl::Human && !self.turn_timed_out())
+            .then(|| row.token_hash.clone())
+    }
+}
