@@ -124,6 +124,8 @@ pub enum EventSchema {
     SeatTaken {
         seat: u8,
         name: String,
+        /// The level of the bot that took the seat; `null` for a person.
+        bot: Option<String>,
     },
     SeatFreed {
         seat: u8,
@@ -132,7 +134,43 @@ pub enum EventSchema {
     GameStarted {
         previous_seats: Vec<u8>,
     },
-    LobbyCancelled {},
+    LobbyCancelled {
+        #[schema(inline)]
+        reason: CancelReasonName,
+    },
+    /// `seat` aborted the game before every seat had placed a tile: it is no match.
+    GameAborted {
+        seat: u8,
+    },
+    /// A bot plays `seat` to the end; it cannot win.
+    SeatResigned {
+        seat: u8,
+    },
+    /// `seat` timed out 3 turns in a row; a bot plays it until its owner says hello.
+    SeatAbandoned {
+        seat: u8,
+    },
+    /// The owner of the abandoned `seat` is back.
+    SeatReclaimed {
+        seat: u8,
+    },
+    /// `seat` got a new token (recovered with the player secret); the old one is void.
+    SeatTokenReplaced {
+        seat: u8,
+    },
+    /// No human seat was left to a human: the game ended as it stood.
+    GameAbandoned {},
+    /// The turn of `seat` ran out; a bot plays the rest of it.
+    TurnTimedOut {
+        seat: u8,
+        timeouts_in_row: u32,
+    },
+    /// This update's move was made by a bot for `seat`.
+    BotMoved {
+        seat: u8,
+        #[schema(inline)]
+        reason: BotMoveReason,
+    },
     /// `player` drew `tile` and must place it.
     TileDrawn {
         player: u8,
@@ -168,6 +206,30 @@ pub enum EventSchema {
         final_scores: Vec<u32>,
         winners: Vec<u8>,
     },
+}
+
+/// Why a lobby was cancelled.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReasonName {
+    /// The creator cancelled it or left.
+    Creator,
+    /// No change for the lobby idle time.
+    Expired,
+}
+
+/// Why a bot made a move.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BotMoveReason {
+    /// The turn ran out of time.
+    Timeout,
+    /// A bot holds the seat.
+    Bot,
+    /// The seat is abandoned.
+    Abandoned,
+    /// The seat resigned.
+    Resigned,
 }
 
 /// One operation of an RFC 6902 JSON Patch.

@@ -46,7 +46,7 @@ impl RoomMachine {
         }
     }
 
-    fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
+    pub(super) fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
         let event = match reason {
             CancelReason::Creator => json!({ "type": "lobby_cancelled", "reason": "creator" }),
             CancelReason::Expired => json!({ "type": "lobby_cancelled", "reason": "expired" }),
@@ -62,7 +62,7 @@ impl RoomMachine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn apply_start(
+    pub(super) fn apply_start(
         &mut self,
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
@@ -87,7 +87,7 @@ impl RoomMachine {
         self.publish(std::iter::once(started).chain(opening).collect(), reseated, now)
     }
 
-    fn apply_move(
+    pub(super) fn apply_move(
         &mut self,
         game: Game,
         row: MoveRow,
@@ -119,14 +119,14 @@ impl RoomMachine {
     }
 
     /// Whether the timeout of this move's turn was already announced (with its tile).
-    fn turn_timed_out_announced(&self, row: &MoveRow) -> bool {
+    pub(super) fn turn_timed_out_announced(&self, row: &MoveRow) -> bool {
         self.log
             .last()
             .is_some_and(|last| last.seat == row.seat && last.origin == MoveOrigin::Timeout)
             && !matches!(row.mv, Move::PlaceTile { .. })
     }
 
-    fn apply_seat_change(
+    pub(super) fn apply_seat_change(
         &mut self,
         row: SeatRow,
         reason: SeatChange,
@@ -155,7 +155,7 @@ impl RoomMachine {
         self.publish(events, None, now)
     }
 
-    fn finish(&mut self, result: &FinishedMatch) {
+    pub(super) fn finish(&mut self, result: &FinishedMatch) {
         self.outcome = Some(Ending::of(result));
         self.lobby.status = LobbyStatus::Finished;
         self.lobby.finished_at = Some(result.finished_at);
@@ -166,7 +166,7 @@ impl RoomMachine {
         tracing::info!(status = ?result.status, "game finished");
     }
 
-    fn remember(&mut self, row: &MoveRow, events: &[Event]) {
+    pub(super) fn remember(&mut self, row: &MoveRow, events: &[Event]) {
         self.accepted
             .insert((row.seat, row.command_id.clone()), row.seq);
         self.breakdown
@@ -178,7 +178,7 @@ impl RoomMachine {
 
     // ---- Publishing ------------------------------------------------------------------
 
-    fn current_state(&self, _now: Millis) -> Value {
+    pub(super) fn current_state(&self, _now: Millis) -> Value {
         let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
             clocks,
             running: !self.ended,
@@ -194,7 +194,7 @@ impl RoomMachine {
     }
 
     /// Announces a committed change: the next `seq`, its events, and the patch to it.
-    fn publish(
+    pub(super) fn publish(
         &mut self,
         events: Vec<Value>,
         reseated: Option<Arc<HashMap<String, u8>>>,

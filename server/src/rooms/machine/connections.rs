@@ -47,7 +47,7 @@ impl RoomMachine {
         Some(presence_message(seat, false))
     }
 
-    fn connected_seats(&self) -> Vec<u8> {
+    pub(super) fn connected_seats(&self) -> Vec<u8> {
         let mut seats: Vec<u8> = self
             .connections
             .keys()
@@ -83,7 +83,7 @@ impl RoomMachine {
     }
 
     /// `your_turn` with the legal moves, for the player to move; `None` for anyone else.
-    fn turn_reminder(&self, token_hash: Option<&str>, now: Millis) -> Option<Arc<Outgoing>> {
+    pub(super) fn turn_reminder(&self, token_hash: Option<&str>, now: Millis) -> Option<Arc<Outgoing>> {
         let game = self.game.as_ref()?;
         if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
             return None;
@@ -97,14 +97,14 @@ impl RoomMachine {
         Some(Arc::new(Outgoing::plain(None, message.to_json())))
     }
 
-    fn has_updates_after(&self, last: u64) -> bool {
+    pub(super) fn has_updates_after(&self, last: u64) -> bool {
         self.recent
             .front()
             .and_then(|update| update.seq)
             .is_some_and(|oldest| oldest <= last + 1)
     }
 
-    fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {
+    pub(super) fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {
         let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
         let message = ServerMessage::Snapshot {
             seq: self.seq(),
@@ -119,7 +119,7 @@ impl RoomMachine {
     }
 
     /// Milliseconds left in the turn in progress, when it has a deadline.
-    fn turn_ms_left(&self, now: Millis) -> Option<u64> {
+    pub(super) fn turn_ms_left(&self, now: Millis) -> Option<u64> {
         if self.ended {
             return None;
         }
@@ -128,7 +128,7 @@ impl RoomMachine {
     }
 
     /// The token hash of the human player to move, who gets the legal moves.
-    fn mover(&self) -> Option<String> {
+    pub(super) fn mover(&self) -> Option<String> {
         if self.lobby.status != LobbyStatus::Playing {
             return None;
         }

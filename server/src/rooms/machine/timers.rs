@@ -15,21 +15,21 @@ impl RoomMachine {
         }
     }
 
-    fn expires_at(&self) -> Millis {
+    pub(super) fn expires_at(&self) -> Millis {
         self.last_activity + self.settings.lobby_idle_timeout.as_millis() as Millis
     }
 
-    fn turn_timed_out(&self) -> bool {
+    pub(super) fn turn_timed_out(&self) -> bool {
         self.clocks.as_ref().is_some_and(Clocks::turn_timed_out)
     }
 
     /// Whether the seat to move is a human's own (not a bot's, abandoned or resigned).
-    fn human_to_move(&self) -> bool {
+    pub(super) fn human_to_move(&self) -> bool {
         self.seat_to_move()
             .is_some_and(|row| row.bot.is_none() && row.control == SeatControl::Human)
     }
 
-    fn seat_to_move(&self) -> Option<&SeatRow> {
+    pub(super) fn seat_to_move(&self) -> Option<&SeatRow> {
         let seat = self.game.as_ref()?.current_player()?;
         self.seat_row(seat)
     }
@@ -61,7 +61,7 @@ impl RoomMachine {
         }
     }
 
-    fn seat_to_abandon(&self, now: Millis) -> Option<Change> {
+    pub(super) fn seat_to_abandon(&self, now: Millis) -> Option<Change> {
         let clocks = self.clocks.as_ref()?;
         let seat = self.seats.iter().find(|seat| {
             let (timeouts, _) = clocks.streak(seat.seat);
@@ -105,7 +105,7 @@ impl RoomMachine {
 
     /// A bot's thinking time: the configured time, but never more than a quarter of a
     /// turn's allowance, so that a bot never runs out of time itself.
-    fn bot_think(&self) -> Duration {
+    pub(super) fn bot_think(&self) -> Duration {
         let think = self.settings.bot_think;
         match self.lobby.clock {
             carcassonne_store::TimeControl::Turn { per_turn_ms, .. }
