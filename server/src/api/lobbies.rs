@@ -21,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use carcassonne_core::Rules;
-use carcassonne_store::{LobbyRow, LobbyStatus, SeatRow};
+use carcassonne_store::{LobbyRow, LobbyStatus, SeatControl, SeatRow, TimeControl};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use utoipa::{IntoParams, ToSchema};
@@ -179,6 +179,7 @@ pub async fn create_lobby(
         deck_salt: None,
         seat_count: body.seats,
         rules: body.rules,
+        clock: TimeControl::None,
         status: LobbyStatus::Open,
         seed: None,
         seq: 0,
@@ -194,6 +195,9 @@ pub async fn create_lobby(
         token_hash: token.hash(),
         creator: true,
         joined_at: now,
+        control: SeatControl::Human,
+        control_seq: 0,
+        bot: None,
     };
     state
         .store

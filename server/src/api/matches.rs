@@ -153,6 +153,7 @@ fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
             .players
             .map(|players| in_range("players", players.into(), 2, 6).map(|n| n as u8))
             .transpose()?,
+        status: None,
         include_private: false,
     })
 }

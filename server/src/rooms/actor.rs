@@ -28,7 +28,8 @@ use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, DeckProof, GameRecord, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, Phase, Setup, Stack};
 use carcassonne_store::{
-    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MoveRow, SeatRow, Store, StoreError,
+    FinalChange, FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchSeat, MatchStatus,
+    MoveOrigin, MoveRow, SeatControl, SeatRow, Store, StoreError,
 };
 use rand::seq::SliceRandom;
 use serde_json::{Value, json};
@@ -322,6 +323,9 @@ impl Room {
             token_hash: token.hash(),
             creator: false,
             joined_at: now_millis(),
+            control: SeatControl::Human,
+            control_seq: 0,
+            bot: None,
         };
         self.commit(Change::SeatTaken(row)).await?;
         Ok(JoinedSeat { seat, token })
@@ -565,6 +569,7 @@ impl Room {
             command_id: id,
             mv,
             created_at: now_millis(),
+            origin: MoveOrigin::Player,
         };
         let change = Change::Moved {
             game: Box::new(next),
@@ -683,7 +688,8 @@ impl Room {
             }
             Change::Moved { game, row, events } if game.phase() == Phase::Over => {
                 let result = self.finished_match(game, row, events);
-                self.store.finish_game(id, row, &result).await
+                let last = FinalChange::Move(row);
+                self.store.finish_game(id, last, &result).await
             }
             Change::Moved { row, .. } => self.store.append_move(id, row).await,
         }
@@ -789,6 +795,7 @@ impl Room {
                 player_id: seat.player_id,
                 score: game.scores()[seat.seat as usize],
                 winner: winners.contains(&seat.seat),
+                resigned: false,
             })
             .collect();
         let mut breakdown = self.breakdown.clone();
@@ -803,6 +810,7 @@ impl Room {
             rules: self.lobby.rules.clone(),
             started_at: self.lobby.started_at.unwrap_or(finished_at),
             finished_at,
+            status: MatchStatus::Finished,
             tiles_placed: game.tiles_placed(),
             seats,
             breakdown: serde_json::to_value(breakdown).expect("scores serialize"),
