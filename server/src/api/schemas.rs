@@ -260,6 +260,16 @@ pub enum StatusName {
     Cancelled,
 }
 
+/// How a match ended.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchStatusName {
+    /// Played to its last tile.
+    Finished,
+    /// Ended early, scored as it stood, when no human played any of its seats any more.
+    Abandoned,
+}
+
 /// Which step of the turn the game waits for.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
