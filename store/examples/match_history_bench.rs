@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 
 use carcassonne_core::{Expansion, Rules};
 use carcassonne_store::{
-    Backend, FinishedMatch, MatchCursor, MatchFilter, MatchSeat, Millis, PlayerRow, Store,
+    Backend, FinishedMatch, MatchCursor, MatchFilter, MatchSeat, MatchStatus, Millis, PlayerRow,
+    Store,
 };
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
@@ -178,6 +179,7 @@ fn generate_match(random: &mut Random, players: &[PlayerRow]) -> FinishedMatch {
         rules,
         started_at: finished_at - duration,
         finished_at,
+        status: MatchStatus::Finished,
         tiles_placed: 71,
         seats,
     }
@@ -226,6 +228,7 @@ fn generate_seats(random: &mut Random, players: &[PlayerRow], count: usize) -> V
                 player_id,
                 score: 20 + random.below(130) as u32,
                 winner: false,
+                resigned: false,
             }
         })
         .collect();
@@ -434,6 +437,7 @@ fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
                     to: Some(middle + 91 * DAY),
                     expansions: vec![Expansion::River],
                     players: Some(3),
+                    status: None,
                     include_private: false,
                 },
                 None,

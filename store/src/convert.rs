@@ -2,14 +2,15 @@
 //!
 //! Neither database has unsigned integers, so seats, counts, scores and sequence numbers
 //! go into signed columns and are checked on the way in and out; seeds, which use all 64
-//! bits, are bit-cast instead. Statuses are stored as their snake_case names, and the
-//! expansions of a match as a bitmask so that "has all of these" is one integer test.
+//! bits, are bit-cast instead. Statuses, seat controls and move origins are stored as
+//! their snake_case names (the same as their serde names), and the expansions of a match
+//! as a bitmask so that "has all of these" is one integer test.
 
 use std::fmt::Display;
 
 use carcassonne_core::Expansion;
 
-use crate::{LobbyStatus, StoreError};
+use crate::{LobbyStatus, MatchStatus, MoveOrigin, SeatControl, StoreError};
 
 /// `value` as another integer type, or [`StoreError::Corrupt`] naming `what` when it does
 /// not fit (a stored value out of range, or a value too large for its column).
@@ -49,6 +50,67 @@ pub(crate) fn status_from_column(stored: &str) -> Result<LobbyStatus, StoreError
         other => Err(StoreError::Corrupt(format!(
             "unknown lobby status {other:?}"
         ))),
+    }
+}
+
+/// An enum stored in a TEXT column as its snake_case name, which the column's CHECK
+/// constraint lists.
+pub(crate) trait TextColumn: Copy + PartialEq + 'static {
+    /// Every value, so that a stored name can be looked up.
+    const ALL: &'static [Self];
+    /// What the value is called in messages about a bad stored name.
+    const WHAT: &'static str;
+
+    fn to_column(self) -> &'static str;
+
+    fn from_column(stored: &str) -> Result<Self, StoreError> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.to_column() == stored)
+            .ok_or_else(|| StoreError::Corrupt(format!("unknown {} {stored:?}", Self::WHAT)))
+    }
+}
+
+impl TextColumn for SeatControl {
+    const ALL: &'static [Self] = &[
+        SeatControl::Human,
+        SeatControl::Abandoned,
+        SeatControl::Resigned,
+    ];
+    const WHAT: &'static str = "seat control";
+
+    fn to_column(self) -> &'static str {
+        match self {
+            SeatControl::Human => "human",
+            SeatControl::Abandoned => "abandoned",
+            SeatControl::Resigned => "resigned",
+        }
+    }
+}
+
+impl TextColumn for MoveOrigin {
+    const ALL: &'static [Self] = &[MoveOrigin::Player, MoveOrigin::Timeout, MoveOrigin::Bot];
+    const WHAT: &'static str = "move origin";
+
+    fn to_column(self) -> &'static str {
+        match self {
+            MoveOrigin::Player => "player",
+            MoveOrigin::Timeout => "timeout",
+            MoveOrigin::Bot => "bot",
+        }
+    }
+}
+
+impl TextColumn for MatchStatus {
+    const ALL: &'static [Self] = &[MatchStatus::Finished, MatchStatus::Abandoned];
+    const WHAT: &'static str = "match status";
+
+    fn to_column(self) -> &'static str {
+        match self {
+            MatchStatus::Finished => "finished",
+            MatchStatus::Abandoned => "abandoned",
+        }
     }
 }
 
@@ -97,6 +159,30 @@ mod tests {
             status_from_column("paused"),
             Err(StoreError::Corrupt(_))
         ));
+    }
+
+    /// Each value's column name is its serde name (so the REST output and the database
+    /// agree), and reads back as the same value.
+    fn assert_text_column_round_trips<T>()
+    where
+        T: TextColumn + serde::Serialize + std::fmt::Debug,
+    {
+        for &value in T::ALL {
+            let name = serde_json::to_value(value).unwrap();
+            assert_eq!(name, serde_json::Value::from(value.to_column()));
+            assert_eq!(T::from_column(value.to_column()).unwrap(), value);
+        }
+        assert!(matches!(
+            T::from_column("paused"),
+            Err(StoreError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn text_columns_round_trip() {
+        assert_text_column_round_trips::<SeatControl>();
+        assert_text_column_round_trips::<MoveOrigin>();
+        assert_text_column_round_trips::<MatchStatus>();
     }
 
     #[test]

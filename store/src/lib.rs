@@ -15,8 +15,9 @@
 //! # What the store enforces
 //!
 //! * A change that sets a `seq` is written only if that `seq` is greater than the lobby's
-//!   current one and the lobby is in the status the change needs (open for seats, start
-//!   and cancel; playing for moves and the finish); otherwise nothing is written and the
+//!   current one and the lobby is in the status the change needs (open for taking and
+//!   freeing seats and for the start; open or playing for seat updates and cancelling;
+//!   playing for moves and the finish); otherwise nothing is written and the
 //!   call returns [`StoreError::Conflict`], or [`StoreError::NotFound`] for a lobby that
 //!   does not exist. A repeated command is therefore always a conflict, never a second
 //!   application.
@@ -68,6 +69,27 @@ pub(crate) struct GameStart<'a> {
     pub seq: u64,
 }
 
+/// The last change of a game, which [`Store::finish_game`] writes together with its
+/// result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalChange<'a> {
+    /// The move that ended the game (the last tile's action).
+    Move(&'a MoveRow),
+    /// A seat change that ended the game: a resignation or an abandonment after which no
+    /// human plays any seat, under the update number `seq`.
+    Seat { seat: &'a SeatRow, seq: u64 },
+}
+
+impl FinalChange<'_> {
+    /// The update number the change is written under.
+    pub fn seq(&self) -> u64 {
+        match self {
+            FinalChange::Move(mv) => mv.seq,
+            FinalChange::Seat { seq, .. } => *seq,
+        }
+    }
+}
+
 /// Milliseconds since the Unix epoch, UTC.
 pub type Millis = i64;
 
@@ -116,6 +138,58 @@ pub enum LobbyStatus {
     Cancelled,
 }
 
+/// A lobby's time control, chosen at creation (JSON in `lobbies.clock`). The store keeps
+/// it; the server runs the clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimeControl {
+    /// No clock: a turn may take as long as it likes.
+    #[default]
+    None,
+    /// Each turn has `per_turn_ms`; an overrun is taken from the seat's `reserve_ms`.
+    Turn { per_turn_ms: u64, reserve_ms: u64 },
+    /// Long turns (hours or days) and no reserve.
+    Correspondence { per_turn_ms: u64 },
+}
+
+/// Who plays a taken seat (`seats.control`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatControl {
+    /// The player who took the seat (or, for a seat a bot took in the lobby, that bot).
+    #[default]
+    Human,
+    /// The player stopped playing; a bot plays the seat until the player takes it back.
+    Abandoned,
+    /// The player resigned; a bot plays the seat to the end, and the seat never wins.
+    Resigned,
+}
+
+/// Who made a move (`moves.origin`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveOrigin {
+    /// The seat's own player.
+    #[default]
+    Player,
+    /// A bot, for a seat whose turn ran out.
+    Timeout,
+    /// A bot: one that holds the seat from the lobby on, or one playing an abandoned or
+    /// resigned seat.
+    Bot,
+}
+
+/// How a match ended (`matches.status`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchStatus {
+    /// Played to its last tile.
+    #[default]
+    Finished,
+    /// Ended early, scored as it stood, because no human played any of its seats any more.
+    Abandoned,
+}
+
 /// A lobby, which becomes a game with the same id when it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LobbyRow {
@@ -127,6 +201,8 @@ pub struct LobbyRow {
     pub invite_hash: Option<String>,
     pub seat_count: u8,
     pub rules: Rules,
+    /// The time control, chosen at creation.
+    pub clock: TimeControl,
     pub status: LobbyStatus,
     /// Set when the game starts: the stack is `deck::shuffled_stack(rules, seed)`.
     pub seed: Option<u64>,
@@ -151,6 +227,14 @@ pub struct SeatRow {
     /// The seat of the player who created the lobby (who may start or cancel it).
     pub creator: bool,
     pub joined_at: Millis,
+    /// Who plays the seat now.
+    pub control: SeatControl,
+    /// The `seq` of the update that last changed `control` or `token_hash`; 0 when
+    /// neither has changed since the seat was taken.
+    pub control_seq: u64,
+    /// The level name of the bot that holds this seat from the lobby on (e.g. `greedy`);
+    /// `None` for a seat a person took. The store does not interpret it.
+    pub bot: Option<String>,
 }
 
 /// One accepted command of a game, in order.
@@ -162,6 +246,8 @@ pub struct MoveRow {
     pub command_id: String,
     pub mv: Move,
     pub created_at: Millis,
+    /// Who made the move.
+    pub origin: MoveOrigin,
 }
 
 /// An unfinished lobby or game, everything needed to bring it back to life.
@@ -181,6 +267,8 @@ pub struct MatchSeat {
     pub player_id: Option<Uuid>,
     pub score: u32,
     pub winner: bool,
+    /// Whether the seat's player resigned before the end.
+    pub resigned: bool,
 }
 
 /// Everything written when a game ends.
@@ -191,6 +279,8 @@ pub struct FinishedMatch {
     pub rules: Rules,
     pub started_at: Millis,
     pub finished_at: Millis,
+    /// Played to the end, or abandoned.
+    pub status: MatchStatus,
     /// Tiles placed, the start tile not counted.
     pub tiles_placed: u32,
     pub seats: Vec<MatchSeat>,
@@ -209,6 +299,8 @@ pub struct MatchSummary {
     pub player_count: u8,
     pub started_at: Millis,
     pub finished_at: Millis,
+    /// Played to the end, or abandoned.
+    pub status: MatchStatus,
     pub tiles_placed: u32,
     pub seats: Vec<MatchSeat>,
     /// Whether the lobby was public; a private match is listed only on request.
@@ -235,6 +327,8 @@ pub struct MatchFilter {
     pub expansions: Vec<Expansion>,
     /// Matches with exactly this many seats.
     pub players: Option<u8>,
+    /// Matches that ended so.
+    pub status: Option<MatchStatus>,
     /// List private matches too (for a player's own history); public ones only when
     /// `false`.
     pub include_private: bool,
@@ -446,9 +540,26 @@ impl Store {
         on_backend!(self, "start_game", db => db.start_game(lobby, &start))
     }
 
-    /// Cancels an open lobby and sets its `seq`.
+    /// Cancels an open lobby, or aborts a game in play, and sets its `seq`: either way
+    /// the status becomes `Cancelled`, and an aborted game is not a match. A lobby that is
+    /// already finished or cancelled is a [`StoreError::Conflict`].
     pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
         on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq))
+    }
+
+    /// Rewrites a taken seat's `token_hash`, `control`, `control_seq` and `bot` (a
+    /// resignation, an abandonment, a reclaim, a new seat token) and sets the lobby's
+    /// `seq`, in one transaction. The lobby must be open or playing, under the same
+    /// condition on `seq` as every write ([`StoreError::Conflict`] otherwise);
+    /// [`StoreError::NotFound`] when the lobby does not exist or `seat.seat` is not taken.
+    /// The seat's other fields are not written: they do not change once it is taken.
+    pub async fn update_seat(
+        &self,
+        lobby: Uuid,
+        seat: &SeatRow,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        on_backend!(self, "update_seat", db => db.update_seat(lobby, seat, seq))
     }
 
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
@@ -458,13 +569,15 @@ impl Store {
         on_backend!(self, "append_move", db => db.append_move(game, mv))
     }
 
-    /// Writes a game's last command together with its result, in one transaction: the
-    /// move, status `Finished`, `finished_at`, and the match rows. On any error nothing
-    /// is written.
+    /// Writes a game's last change together with its result, in one transaction: the
+    /// move (or the seat update, as [`Store::update_seat`] makes it), the lobby's `seq`,
+    /// status `Finished`, `finished_at`, and the match rows with their status and
+    /// resignations. The game must be playing, under the usual condition on `seq`. On any
+    /// error nothing is written.
     pub async fn finish_game(
         &self,
         game: Uuid,
-        last: &MoveRow,
+        last: FinalChange<'_>,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
         on_backend!(self, "finish_game", db => db.finish_game(game, last, result))

@@ -16,13 +16,13 @@
 use carcassonne_core::Expansion;
 use uuid::Uuid;
 
-use crate::convert::expansions_mask;
+use crate::convert::{TextColumn, expansions_mask};
 use crate::{MatchCursor, MatchFilter};
 
 /// The columns of a match summary, without its seats, as the list and detail queries read
 /// them from `matches m`.
 pub(crate) const SUMMARY_COLUMNS: &str = "m.id, m.name, m.rules, m.player_count, \
-     m.started_at, m.finished_at, m.tiles_placed, m.is_public";
+     m.started_at, m.finished_at, m.status, m.tiles_placed, m.is_public";
 
 /// A value bound to a placeholder, in the column's own type (Postgres compares strictly).
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +30,7 @@ pub(crate) enum Param {
     Uuid(Uuid),
     BigInt(i64),
     SmallInt(i16),
+    Text(&'static str),
 }
 
 /// A list query ready to bind and run.
@@ -119,6 +120,12 @@ impl Conditions {
             let placeholder = self.param(Param::SmallInt(i16::from(players)));
             self.push(format!("m.player_count = {placeholder}"));
         }
+        // Abandoned matches are expected to be few, and finished ones the most, so like
+        // privacy below this filters the scan in index order rather than needing an index.
+        if let Some(status) = filter.status {
+            let placeholder = self.param(Param::Text(status.to_column()));
+            self.push(format!("m.status = {placeholder}"));
+        }
         let required = expansions_mask(&filter.expansions);
         if required != 0 {
             self.push(format!("m.expansions IN ({})", masks_including(required)));
@@ -205,6 +212,7 @@ pub(crate) fn values_rows(rows: usize, columns: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::MatchStatus;
 
     /// Every parameter has its placeholder in the text, and no placeholder lacks one.
     fn assert_placeholders_match(query: &MatchListQuery) {
@@ -281,6 +289,7 @@ mod tests {
             to: Some(20),
             expansions: vec![Expansion::Abbot, Expansion::River],
             players: Some(4),
+            status: Some(MatchStatus::Abandoned),
             include_private: false,
         };
         let cursor = MatchCursor {
@@ -292,9 +301,11 @@ mod tests {
         assert!(query.sql.contains("p.finished_at >= $4"));
         assert!(query.sql.contains("p.finished_at < $5"));
         assert!(query.sql.contains("m.player_count = $6"));
+        assert!(query.sql.contains("m.status = $7"));
         assert!(query.sql.contains("m.expansions IN (3, 7, 11, 15)"));
         assert_eq!(query.params[5], Param::SmallInt(4));
-        assert_eq!(query.params.len(), 7);
+        assert_eq!(query.params[6], Param::Text("abandoned"));
+        assert_eq!(query.params.len(), 8);
     }
 
     #[test]

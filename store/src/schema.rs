@@ -44,6 +44,14 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
             "../../migrations/sqlite/0002_hashed_invites_private_matches_deck_salt.sql"
         ),
     },
+    EmbeddedMigration {
+        version: 3,
+        description: "clocks seat control match status",
+        postgres: include_str!(
+            "../../migrations/postgres/0003_clocks_seat_control_match_status.sql"
+        ),
+        sqlite: include_str!("../../migrations/sqlite/0003_clocks_seat_control_match_status.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

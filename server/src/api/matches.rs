@@ -2,7 +2,7 @@
 
 use crate::api::extract::{AppPath, AppQuery};
 use crate::api::lobbies::{in_range, require_private_access};
-use crate::api::schemas::{FeatureScoreSchema, GameRecordSchema, RulesSchema};
+use crate::api::schemas::{FeatureScoreSchema, GameRecordSchema, MatchStatusName, RulesSchema};
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::state::AppState;
@@ -12,7 +12,7 @@ use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use carcassonne_core::{Expansion, Rules};
-use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchSummary};
+use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchStatus, MatchSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -39,6 +39,9 @@ pub struct MatchQuery {
     /// Only matches with this many players (2 to 6).
     #[param(minimum = 2, maximum = 6)]
     pub players: Option<u8>,
+    /// Only matches that ended so: `finished` (played to the end) or `abandoned`.
+    #[param(value_type = Option<MatchStatusName>)]
+    pub status: Option<MatchStatus>,
     /// The `next_cursor` of the previous page.
     #[param(pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
@@ -56,6 +59,10 @@ pub struct MatchView {
     pub player_count: u8,
     pub started_at: String,
     pub finished_at: String,
+    /// `finished` when played to the end, `abandoned` when it ended early because no
+    /// human played any of its seats any more (scored as it stood).
+    #[schema(value_type = MatchStatusName)]
+    pub status: MatchStatus,
     pub tiles_placed: u32,
     pub seats: Vec<SeatResult>,
 }
@@ -67,6 +74,8 @@ pub struct SeatResult {
     pub player_id: Option<Uuid>,
     pub score: u32,
     pub winner: bool,
+    /// Whether the seat's player resigned before the end (a resigned seat never wins).
+    pub resigned: bool,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,6 +102,7 @@ fn match_view(summary: MatchSummary) -> MatchView {
         player_count: summary.player_count,
         started_at: rfc3339(summary.started_at),
         finished_at: rfc3339(summary.finished_at),
+        status: summary.status,
         tiles_placed: summary.tiles_placed,
         seats: summary.seats.into_iter().map(seat_result).collect(),
     }
@@ -105,6 +115,7 @@ fn seat_result(seat: MatchSeat) -> SeatResult {
         player_id: seat.player_id,
         score: seat.score,
         winner: seat.winner,
+        resigned: seat.resigned,
     }
 }
 
@@ -153,6 +164,7 @@ fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
             .players
             .map(|players| in_range("players", players.into(), 2, 6).map(|n| n as u8))
             .transpose()?,
+        status: query.status,
         include_private: false,
     })
 }
@@ -265,6 +277,8 @@ async fn require_match_access(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::extract::Query;
+    use utoipa::OpenApi;
 
     #[test]
     fn cursors_round_trip_and_garbage_is_rejected() {
@@ -275,6 +289,48 @@ mod tests {
         assert_eq!(decode_cursor(&encode_cursor(cursor)).unwrap(), cursor);
         assert!(decode_cursor("not-a-cursor").is_err());
         assert!(decode_cursor(&URL_SAFE_NO_PAD.encode("12:nope")).is_err());
+    }
+
+    #[test]
+    fn the_status_filter_reaches_the_store() {
+        let query_of = |uri: &str| Query::<MatchQuery>::try_from_uri(&uri.parse().unwrap());
+        let Query(abandoned) = query_of("/api/matches?status=abandoned").unwrap();
+        let filter = filter_of(&abandoned).unwrap();
+        assert_eq!(filter.status, Some(MatchStatus::Abandoned));
+        let Query(finished) = query_of("/api/matches?status=finished&players=2").unwrap();
+        assert_eq!(
+            filter_of(&finished).unwrap().status,
+            Some(MatchStatus::Finished)
+        );
+        let Query(any) = query_of("/api/matches").unwrap();
+        assert_eq!(filter_of(&any).unwrap().status, None);
+        assert!(query_of("/api/matches?status=paused").is_err());
+    }
+
+    #[test]
+    fn the_document_shows_status_and_resignations() {
+        let document = serde_json::to_value(crate::api::ApiDoc::openapi()).unwrap();
+        let schemas = &document["components"]["schemas"];
+        let status = &schemas["MatchView"]["properties"]["status"];
+        assert!(status.to_string().contains("MatchStatusName"), "{status}");
+        assert!(
+            schemas["MatchView"]["required"]
+                .as_array()
+                .unwrap()
+                .contains(&"status".into())
+        );
+        let resigned = &schemas["SeatResult"]["properties"]["resigned"];
+        assert_eq!(resigned["type"], "boolean", "{resigned}");
+        let names = schemas["MatchStatusName"].to_string();
+        assert!(
+            names.contains("finished") && names.contains("abandoned"),
+            "{names}"
+        );
+        let parameters = &document["paths"]["/api/matches"]["get"]["parameters"];
+        let documented = parameters.as_array().unwrap().iter().any(|parameter| {
+            parameter["name"] == "status" && parameter.to_string().contains("MatchStatusName")
+        });
+        assert!(documented, "{parameters}");
     }
 
     #[test]

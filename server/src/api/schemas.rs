@@ -322,6 +322,16 @@ pub enum StatusName {
     Cancelled,
 }
 
+/// How a match ended.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchStatusName {
+    /// Played to its last tile.
+    Finished,
+    /// Ended early, scored as it stood, when no human played any of its seats any more.
+    Abandoned,
+}
+
 /// Which step of the turn the game waits for.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -342,16 +352,6 @@ pub enum SeatControlName {
     Abandoned,
     /// A bot, to the end of the game; the seat cannot win.
     Resigned,
-}
-
-/// How a game ended.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum MatchStatusName {
-    /// The last tile was played.
-    Finished,
-    /// No human seat was left to a human: scored as it stood.
-    Abandoned,
 }
 
 /// A lobby's time control. When a turn runs out, a bot plays the rest of it.

@@ -6,8 +6,10 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
-use crate::convert::{fit, seed_from_column, seed_to_column, status_from_column, status_to_column};
-use crate::{GameStart, LobbyRow, LobbyStatus, SeatRow, StoreError};
+use crate::convert::{
+    TextColumn, fit, seed_from_column, seed_to_column, status_from_column, status_to_column,
+};
+use crate::{GameStart, LobbyRow, LobbyStatus, SeatControl, SeatRow, StoreError, TimeControl};
 
 impl SqlStore {
     pub(crate) async fn create_lobby(
@@ -148,7 +150,7 @@ impl SqlStore {
             &mut tx,
             updated.rows_affected(),
             lobby,
-            LobbyStatus::Open,
+            &[LobbyStatus::Open],
             start.seq,
         )
         .await?;
@@ -164,27 +166,79 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Cancels an open lobby or aborts a game in play: both end as `cancelled`, which
+    /// `lobbies.status` already allows, so that SQLite's CHECK constraint need not change.
     pub(crate) async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query(
             "UPDATE lobbies SET status = 'cancelled', seq = $1 \
-             WHERE id = $2 AND status = 'open' AND seq < $1",
+             WHERE id = $2 AND status IN ('open', 'playing') AND seq < $1",
         )
         .bind(fit::<u64, i64>(seq, "seq")?)
         .bind(lobby)
         .execute(&mut *tx)
         .await?;
-        ensure_lobby_updated(
-            &mut tx,
-            updated.rows_affected(),
-            lobby,
-            LobbyStatus::Open,
-            seq,
-        )
-        .await?;
+        ensure_lobby_updated(&mut tx, updated.rows_affected(), lobby, LIVE, seq).await?;
         tx.commit().await?;
         Ok(())
     }
+
+    /// The lobby is updated first so that a stale `seq` is reported as a conflict even
+    /// for a seat that is not taken; a missing seat then rolls the update back.
+    pub(crate) async fn update_seat(
+        &self,
+        lobby: Uuid,
+        seat: &SeatRow,
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        advance_live_lobby(&mut tx, lobby, seq).await?;
+        rewrite_seat(&mut tx, lobby, seat).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// The statuses in which a lobby's seats may still change hands: open and playing.
+const LIVE: &[LobbyStatus] = &[LobbyStatus::Open, LobbyStatus::Playing];
+
+/// Sets the `seq` of a lobby that must be open or playing.
+async fn advance_live_lobby(tx: &mut Tx, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
+    let updated = sqlx::query(
+        "UPDATE lobbies SET seq = $1 \
+         WHERE id = $2 AND status IN ('open', 'playing') AND seq < $1",
+    )
+    .bind(fit::<u64, i64>(seq, "seq")?)
+    .bind(lobby)
+    .execute(&mut **tx)
+    .await?;
+    ensure_lobby_updated(tx, updated.rows_affected(), lobby, LIVE, seq).await
+}
+
+/// Rewrites what may change in a taken seat: its token, its control and its bot.
+/// [`StoreError::NotFound`] when the seat is not taken; the caller's transaction, dropped
+/// on that error, then rolls back whatever it wrote before.
+pub(super) async fn rewrite_seat(
+    tx: &mut Tx,
+    lobby: Uuid,
+    seat: &SeatRow,
+) -> Result<(), StoreError> {
+    let updated = sqlx::query(
+        "UPDATE seats SET token_hash = $1, control = $2, control_seq = $3, bot = $4 \
+         WHERE lobby_id = $5 AND seat = $6",
+    )
+    .bind(&seat.token_hash)
+    .bind(seat.control.to_column())
+    .bind(fit::<u64, i64>(seat.control_seq, "control seq")?)
+    .bind(&seat.bot)
+    .bind(lobby)
+    .bind(i16::from(seat.seat))
+    .execute(&mut **tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(())
 }
 
 /// Sets the `seq` of a lobby that must still be open.
@@ -195,14 +249,21 @@ async fn advance_open_lobby(tx: &mut Tx, lobby: Uuid, seq: u64) -> Result<(), St
             .bind(lobby)
             .execute(&mut **tx)
             .await?;
-    ensure_lobby_updated(tx, updated.rows_affected(), lobby, LobbyStatus::Open, seq).await
+    ensure_lobby_updated(
+        tx,
+        updated.rows_affected(),
+        lobby,
+        &[LobbyStatus::Open],
+        seq,
+    )
+    .await
 }
 
 async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, status, \
-         seed, deck_salt, seq, created_at, started_at, finished_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        "INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
+         status, seed, deck_salt, seq, created_at, started_at, finished_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(lobby.id)
     .bind(&lobby.name)
@@ -210,6 +271,7 @@ async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
     .bind(&lobby.invite_hash)
     .bind(i16::from(lobby.seat_count))
     .bind(Json(&lobby.rules))
+    .bind(Json(&lobby.clock))
     .bind(status_to_column(lobby.status))
     .bind(lobby.seed.map(seed_to_column))
     .bind(&lobby.deck_salt)
@@ -225,7 +287,8 @@ async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
 async fn insert_seat(tx: &mut Tx, lobby: Uuid, seat: &SeatRow) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO seats (lobby_id, seat, display_name, player_id, token_hash, creator, \
-         joined_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+         joined_at, control, control_seq, bot) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(lobby)
     .bind(i16::from(seat.seat))
@@ -234,6 +297,9 @@ async fn insert_seat(tx: &mut Tx, lobby: Uuid, seat: &SeatRow) -> Result<(), Sto
     .bind(&seat.token_hash)
     .bind(seat.creator)
     .bind(seat.joined_at)
+    .bind(seat.control.to_column())
+    .bind(fit::<u64, i64>(seat.control_seq, "control seq")?)
+    .bind(&seat.bot)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -247,6 +313,7 @@ pub(super) fn lobby_from_row(row: &DbRow) -> Result<LobbyRow, StoreError> {
         invite_hash: row.try_get("invite_hash")?,
         seat_count: fit(row.try_get::<i16, _>("seat_count")?, "seat count")?,
         rules: row.try_get::<Json<Rules>, _>("rules")?.0,
+        clock: row.try_get::<Json<TimeControl>, _>("clock")?.0,
         status: status_from_column(row.try_get("status")?)?,
         seed: row.try_get::<Option<i64>, _>("seed")?.map(seed_from_column),
         deck_salt: row.try_get("deck_salt")?,
@@ -265,5 +332,8 @@ pub(super) fn seat_from_row(row: &DbRow) -> Result<SeatRow, StoreError> {
         token_hash: row.try_get("token_hash")?,
         creator: row.try_get("creator")?,
         joined_at: row.try_get("joined_at")?,
+        control: SeatControl::from_column(row.try_get("control")?)?,
+        control_seq: fit(row.try_get::<i64, _>("control_seq")?, "control seq")?,
+        bot: row.try_get("bot")?,
     })
 }

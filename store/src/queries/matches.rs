@@ -7,18 +7,18 @@ use sqlx::{AssertSqlSafe, Database, Row};
 use uuid::Uuid;
 
 use super::{Db, DbRow, EXPLAIN, SqlStore, Tx, group_rows, plan_line};
-use crate::convert::{expansions_mask, fit};
+use crate::convert::{TextColumn, expansions_mask, fit};
 use crate::match_query::{MatchListQuery, Param, match_list_query, placeholders, values_rows};
 use crate::{
     FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchSeat,
-    MatchSummary, PlayerStats, StoreError,
+    MatchStatus, MatchSummary, PlayerStats, StoreError,
 };
 
 /// Matches written per multi-row `INSERT` when importing: few enough that the statement
 /// stays far below both databases' limits on bind parameters (SQLite 32766).
 const MATCHES_PER_INSERT: usize = 100;
 
-/// Seat rows written per multi-row `INSERT`, 7 parameters each.
+/// Seat rows written per multi-row `INSERT`, 8 parameters each.
 const SEATS_PER_INSERT: usize = 500;
 
 /// A query on this backend, before or after its parameters are bound.
@@ -66,8 +66,8 @@ impl SqlStore {
     pub(crate) async fn match_detail(&self, id: Uuid) -> Result<Option<MatchDetail>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
         let row = sqlx::query(
-            "SELECT id, name, rules, player_count, started_at, finished_at, tiles_placed, \
-             is_public, breakdown FROM matches JOIN match_records ON match_id = id \
+            "SELECT id, name, rules, player_count, started_at, finished_at, status, \
+             tiles_placed, is_public, breakdown FROM matches JOIN match_records ON match_id = id \
              WHERE id = $1",
         )
         .bind(id)
@@ -144,8 +144,8 @@ pub(super) async fn insert_matches(
 async fn insert_match_rows(tx: &mut Tx, chunk: &[FinishedMatch]) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO matches (id, name, rules, expansions, player_count, started_at, \
-         finished_at, tiles_placed) VALUES {}",
-        values_rows(chunk.len(), 8)
+         finished_at, status, tiles_placed) VALUES {}",
+        values_rows(chunk.len(), 9)
     );
     let mut query = sqlx::query(AssertSqlSafe(sql));
     for result in chunk {
@@ -157,6 +157,7 @@ async fn insert_match_rows(tx: &mut Tx, chunk: &[FinishedMatch]) -> Result<(), S
             .bind(fit::<usize, i16>(result.seats.len(), "player count")?)
             .bind(result.started_at)
             .bind(result.finished_at)
+            .bind(result.status.to_column())
             .bind(fit::<u32, i32>(result.tiles_placed, "tiles placed")?);
     }
     query.execute(&mut **tx).await?;
@@ -188,8 +189,8 @@ async fn insert_seat_rows(
     }
     let sql = format!(
         "INSERT INTO match_players (match_id, seat, display_name, player_id, score, winner, \
-         finished_at) VALUES {}",
-        values_rows(seats.len(), 7)
+         resigned, finished_at) VALUES {}",
+        values_rows(seats.len(), 8)
     );
     let mut query = sqlx::query(AssertSqlSafe(sql));
     for (result, seat) in seats {
@@ -200,6 +201,7 @@ async fn insert_seat_rows(
             .bind(seat.player_id)
             .bind(fit::<u32, i32>(seat.score, "score")?)
             .bind(seat.winner)
+            .bind(seat.resigned)
             .bind(result.finished_at);
     }
     query.execute(&mut **tx).await?;
@@ -212,8 +214,8 @@ async fn fill_seats(tx: &mut Tx, summaries: &mut [MatchSummary]) -> Result<(), S
         return Ok(());
     }
     let sql = format!(
-        "SELECT match_id, seat, display_name, player_id, score, winner FROM match_players \
-         WHERE match_id IN ({}) ORDER BY match_id, seat",
+        "SELECT match_id, seat, display_name, player_id, score, winner, resigned \
+         FROM match_players WHERE match_id IN ({}) ORDER BY match_id, seat",
         placeholders(1, summaries.len())
     );
     let mut query = sqlx::query(AssertSqlSafe(sql));
@@ -258,6 +260,7 @@ fn bind_params<'q>(mut query: DbQuery<'q>, params: &[Param]) -> DbQuery<'q> {
             Param::Uuid(value) => query.bind(value),
             Param::BigInt(value) => query.bind(value),
             Param::SmallInt(value) => query.bind(value),
+            Param::Text(value) => query.bind(value),
         };
     }
     query
@@ -272,6 +275,7 @@ fn summary_from_row(row: &DbRow) -> Result<MatchSummary, StoreError> {
         player_count: fit(row.try_get::<i16, _>("player_count")?, "player count")?,
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
+        status: MatchStatus::from_column(row.try_get("status")?)?,
         tiles_placed: fit(row.try_get::<i32, _>("tiles_placed")?, "tiles placed")?,
         seats: Vec::new(),
         public: row.try_get("is_public")?,
@@ -285,6 +289,7 @@ fn match_seat_from_row(row: &DbRow) -> Result<MatchSeat, StoreError> {
         player_id: row.try_get("player_id")?,
         score: fit(row.try_get::<i32, _>("score")?, "score")?,
         winner: row.try_get("winner")?,
+        resigned: row.try_get("resigned")?,
     })
 }
 

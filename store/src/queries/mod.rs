@@ -18,22 +18,23 @@
 /// The columns `lobby_from_row` reads.
 macro_rules! lobby_columns {
     () => {
-        "id, name, is_public, invite_hash, seat_count, rules, status, seed, deck_salt, seq, \
-         created_at, started_at, finished_at"
+        "id, name, is_public, invite_hash, seat_count, rules, clock, status, seed, deck_salt, \
+         seq, created_at, started_at, finished_at"
     };
 }
 
 /// The columns `seat_from_row` reads.
 macro_rules! seat_columns {
     () => {
-        "seat, display_name, player_id, token_hash, creator, joined_at"
+        "seat, display_name, player_id, token_hash, creator, joined_at, control, control_seq, \
+         bot"
     };
 }
 
 /// The columns `move_from_row` reads.
 macro_rules! move_columns {
     () => {
-        "seq, seat, command_id, move_json, created_at"
+        "seq, seat, command_id, move_json, created_at, origin"
     };
 }
 
@@ -180,14 +181,14 @@ impl SqlStore {
 }
 
 /// Succeeds when a guarded lobby update changed its row. Every update that sets a lobby's
-/// `seq` is guarded by `id = lobby AND status = expected AND seq < new seq`; when it
+/// `seq` is guarded by `id = lobby AND status IN expected AND seq < new seq`; when it
 /// changed nothing this says why: [`StoreError::NotFound`] when the lobby does not exist,
 /// otherwise [`StoreError::Conflict`] naming the status and `seq` it has.
 async fn ensure_lobby_updated(
     tx: &mut Tx,
     rows_affected: u64,
     lobby: Uuid,
-    expected: LobbyStatus,
+    expected: &[LobbyStatus],
     seq: u64,
 ) -> Result<(), StoreError> {
     if rows_affected == 1 {
@@ -202,7 +203,8 @@ async fn ensure_lobby_updated(
     };
     let status: String = row.try_get("status")?;
     let current_seq: i64 = row.try_get("seq")?;
-    let expected = status_to_column(expected);
+    let expected: Vec<&str> = expected.iter().copied().map(status_to_column).collect();
+    let expected = expected.join(" or ");
     Err(StoreError::Conflict(format!(
         "lobby {lobby} is {status} at seq {current_seq}; writing seq {seq} needs it \
          {expected} with a lower seq"

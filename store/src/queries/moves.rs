@@ -5,11 +5,11 @@ use sqlx::Row;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::lobbies::{lobby_from_row, seat_from_row};
+use super::lobbies::{lobby_from_row, rewrite_seat, seat_from_row};
 use super::matches::insert_matches;
 use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
-use crate::convert::fit;
-use crate::{FinishedMatch, LiveGame, LobbyStatus, MoveRow, StoreError};
+use crate::convert::{TextColumn, fit};
+use crate::{FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError};
 
 impl SqlStore {
     /// The lobby is updated before the move is inserted so that a stale `seq` is reported
@@ -28,7 +28,7 @@ impl SqlStore {
             &mut tx,
             updated.rows_affected(),
             game,
-            LobbyStatus::Playing,
+            &[LobbyStatus::Playing],
             mv.seq,
         )
         .await?;
@@ -37,19 +37,22 @@ impl SqlStore {
         Ok(())
     }
 
+    /// As in `append_move`, the lobby is updated first, so that a stale `seq` is reported
+    /// as such before the final change can fail for another reason.
     pub(crate) async fn finish_game(
         &self,
         game: Uuid,
-        last: &MoveRow,
+        last: FinalChange<'_>,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
+        let seq = last.seq();
         let updated = sqlx::query(
             "UPDATE lobbies SET status = 'finished', finished_at = $1, seq = $2 \
              WHERE id = $3 AND status = 'playing' AND seq < $2",
         )
         .bind(result.finished_at)
-        .bind(fit::<u64, i64>(last.seq, "seq")?)
+        .bind(fit::<u64, i64>(seq, "seq")?)
         .bind(game)
         .execute(&mut *tx)
         .await?;
@@ -57,11 +60,14 @@ impl SqlStore {
             &mut tx,
             updated.rows_affected(),
             game,
-            LobbyStatus::Playing,
-            last.seq,
+            &[LobbyStatus::Playing],
+            seq,
         )
         .await?;
-        insert_move(&mut tx, game, last).await?;
+        match last {
+            FinalChange::Move(mv) => insert_move(&mut tx, game, mv).await?,
+            FinalChange::Seat { seat, .. } => rewrite_seat(&mut tx, game, seat).await?,
+        }
         insert_matches(&mut tx, std::slice::from_ref(result)).await?;
         // A match is as public as its lobby was.
         sqlx::query(
@@ -140,8 +146,8 @@ impl SqlStore {
 
 async fn insert_move(tx: &mut Tx, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at, origin) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(game)
     .bind(fit::<u64, i64>(mv.seq, "seq")?)
@@ -149,6 +155,7 @@ async fn insert_move(tx: &mut Tx, game: Uuid, mv: &MoveRow) -> Result<(), StoreE
     .bind(&mv.command_id)
     .bind(Json(&mv.mv))
     .bind(mv.created_at)
+    .bind(mv.origin.to_column())
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -161,5 +168,6 @@ fn move_from_row(row: &DbRow) -> Result<MoveRow, StoreError> {
         command_id: row.try_get("command_id")?,
         mv: row.try_get::<Json<Move>, _>("move_json")?.0,
         created_at: row.try_get("created_at")?,
+        origin: MoveOrigin::from_column(row.try_get("origin")?)?,
     })
 }

@@ -11,12 +11,13 @@ use std::time::Duration;
 
 use carcassonne_core::{Expansion, FigureKind, Move, Pos, Rotation, Rules, Spot};
 use carcassonne_store::{
-    Backend, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, Millis, MoveRow, PlayerRow, SeatRow,
-    Store, StoreOptions,
+    Backend, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, MatchStatus, Millis, MoveOrigin,
+    MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
 };
+use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{ConnectOptions, Connection};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, SqlSafeStr};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -368,6 +369,7 @@ pub fn open_lobby(name: &str, created_at: Millis) -> LobbyRow {
         invite_hash: None,
         seat_count: 4,
         rules: Rules::default(),
+        clock: TimeControl::None,
         status: LobbyStatus::Open,
         seed: None,
         deck_salt: None,
@@ -386,6 +388,9 @@ pub fn seat(number: u8, name: &str, player_id: Option<Uuid>) -> SeatRow {
         token_hash: format!("token-of-{name}"),
         creator: number == 0,
         joined_at: EPOCH + i64::from(number),
+        control: SeatControl::Human,
+        control_seq: 0,
+        bot: None,
     }
 }
 
@@ -412,6 +417,7 @@ pub fn move_row(seq: u64, seat: u8, command_id: &str) -> MoveRow {
         command_id: command_id.to_owned(),
         mv,
         created_at: EPOCH + seq as i64,
+        origin: MoveOrigin::Player,
     }
 }
 
@@ -449,6 +455,7 @@ pub fn finished_match(
             player_id,
             score,
             winner: score == best,
+            resigned: false,
         })
         .collect();
     let id = Uuid::new_v4();
@@ -458,9 +465,69 @@ pub fn finished_match(
         rules: Rules::with_expansions(expansions),
         started_at: finished_at - 1_800_000,
         finished_at,
+        status: MatchStatus::Finished,
         tiles_placed: 71,
         seats,
         breakdown: serde_json::json!([{ "feature": "city", "points": 12, "seats": [0] }]),
         record: serde_json::json!({ "version": 1, "match": id.to_string(), "turns": [] }),
+    }
+}
+
+/// Applies the repository's migrations of `backend` up to and including `version`, as an
+/// older version of the server did, so that a test can write rows in that schema and
+/// check what the later migrations make of them. Versions and descriptions are the ones
+/// the store records, so that it applies only the migrations after `version`.
+pub async fn migrate_to_version(backend: Backend, url: &str, version: i64) {
+    let folder = match backend {
+        Backend::Postgres => "postgres",
+        Backend::Sqlite => "sqlite",
+    };
+    let directory = format!("{}/../migrations/{folder}", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(&directory)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.ends_with(".sql"))
+        .collect();
+    names.sort();
+    let migrations = names
+        .iter()
+        .map(|name| {
+            let stem = name.strip_suffix(".sql").unwrap();
+            let (number, description) = stem.split_once('_').unwrap();
+            let sql = std::fs::read_to_string(format!("{directory}/{name}")).unwrap();
+            Migration::new(
+                number.parse().unwrap(),
+                description.replace('_', " ").into(),
+                MigrationType::Simple,
+                AssertSqlSafe(sql).into_sql_str(),
+                false,
+            )
+        })
+        .filter(|migration| migration.version <= version)
+        .collect();
+    let migrator = Migrator::with_migrations(migrations);
+    match backend {
+        Backend::Postgres => {
+            migrator
+                .run(&sqlx::PgPool::connect(url).await.unwrap())
+                .await
+        }
+        Backend::Sqlite => {
+            let options = SqliteConnectOptions::from_str(url)
+                .unwrap()
+                .create_if_missing(true);
+            migrator
+                .run(&sqlx::SqlitePool::connect_with(options).await.unwrap())
+                .await
+        }
+    }
+    .unwrap();
+}
+
+/// A UUID as an SQL literal of `backend`'s column type.
+pub fn uuid_literal(backend: Backend, id: Uuid) -> String {
+    match backend {
+        Backend::Postgres => format!("'{id}'"),
+        Backend::Sqlite => format!("X'{}'", id.simple()),
     }
 }

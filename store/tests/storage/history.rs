@@ -2,7 +2,8 @@
 
 use carcassonne_core::Expansion;
 use carcassonne_store::{
-    FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchFilter, MatchSummary, PlayerRow, Store,
+    FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchFilter, MatchStatus, MatchSummary, PlayerRow,
+    Store,
 };
 use uuid::Uuid;
 
@@ -65,7 +66,14 @@ fn sample_match(index: usize, players: &[PlayerRow]) -> FinishedMatch {
         })
         .collect();
     let finished_at = EPOCH + (index / 3) as i64 * 60_000;
-    finished_match(finished_at, &expansions, &seats)
+    let mut result = finished_match(finished_at, &expansions, &seats);
+    // One match in four was abandoned after its first seat resigned.
+    if index.is_multiple_of(4) {
+        result.status = MatchStatus::Abandoned;
+        result.seats[0].resigned = true;
+        result.seats[0].winner = false;
+    }
+    result
 }
 
 fn selects(filter: &MatchFilter, result: &FinishedMatch) -> bool {
@@ -77,6 +85,7 @@ fn selects(filter: &MatchFilter, result: &FinishedMatch) -> bool {
             .players
             .is_none_or(|count| result.seats.len() == usize::from(count))
         && filter.expansions.iter().all(|&e| result.rules.has(e))
+        && filter.status.is_none_or(|status| result.status == status)
 }
 
 fn summary_of(result: &FinishedMatch) -> MatchSummary {
@@ -87,6 +96,7 @@ fn summary_of(result: &FinishedMatch) -> MatchSummary {
         player_count: result.seats.len() as u8,
         started_at: result.started_at,
         finished_at: result.finished_at,
+        status: result.status,
         tiles_placed: result.tiles_placed,
         seats: result.seats.clone(),
         public: true,
@@ -156,6 +166,13 @@ backend_tests! {
             },
             MatchFilter { players: Some(3), ..MatchFilter::default() },
             MatchFilter { players: Some(6), ..MatchFilter::default() },
+            MatchFilter { status: Some(MatchStatus::Abandoned), ..MatchFilter::default() },
+            MatchFilter { status: Some(MatchStatus::Finished), ..MatchFilter::default() },
+            MatchFilter {
+                player: Some(history.players[1].id),
+                status: Some(MatchStatus::Abandoned),
+                ..MatchFilter::default()
+            },
         ];
         for filter in &filters {
             let expected = history.expected(filter);
@@ -173,6 +190,7 @@ backend_tests! {
             to: Some(EPOCH + 18 * 60_000),
             expansions: vec![Expansion::River],
             players: Some(4),
+            status: Some(MatchStatus::Finished),
             include_private: false,
         };
         let expected = history.expected(&combined);

@@ -9,6 +9,7 @@
 mod common;
 
 mod connection;
+mod control;
 mod faults;
 mod history;
 mod lobbies;

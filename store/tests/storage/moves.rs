@@ -1,7 +1,7 @@
 //! Move logs, the end of a game, and restoring live games after a restart.
 
 use carcassonne_core::Expansion;
-use carcassonne_store::{LobbyStatus, MatchFilter, Store, StoreError};
+use carcassonne_store::{FinalChange, LobbyStatus, MatchFilter, Store, StoreError};
 use uuid::Uuid;
 
 use crate::common::{
@@ -82,7 +82,7 @@ backend_tests! {
         let last = move_row(game.seq + 2, 1, "c2");
         let mut result = finished_match(EPOCH + 3_600_000, &[], &[(Some(ada.id), 30), (None, 20)]);
         result.id = game.id;
-        context.store.finish_game(game.id, &last, &result).await.unwrap();
+        context.store.finish_game(game.id, FinalChange::Move(&last), &result).await.unwrap();
 
         let (lobby, _) = context.store.lobby(game.id).await.unwrap().unwrap();
         assert_eq!(lobby.status, LobbyStatus::Finished);
@@ -93,7 +93,7 @@ backend_tests! {
         let detail = context.store.match_detail(game.id).await.unwrap().expect("the match");
         assert_eq!(detail.summary.seats, result.seats);
         let after_the_end = move_row(last.seq + 1, 0, "c3");
-        let again = context.store.finish_game(game.id, &after_the_end, &result).await;
+        let again = context.store.finish_game(game.id, FinalChange::Move(&after_the_end), &result).await;
         assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
     }
 
@@ -106,7 +106,7 @@ backend_tests! {
 
         // The last move reuses a written seq: the first statement fails.
         let stale = move_row(written.seq, 1, "c2");
-        let error = context.store.finish_game(game.id, &stale, &result).await.unwrap_err();
+        let error = context.store.finish_game(game.id, FinalChange::Move(&stale), &result).await.unwrap_err();
         assert!(matches!(error, StoreError::Conflict(_)), "{error:?}");
 
         // A seat names an identity that does not exist: the last statement fails, after
@@ -114,7 +114,7 @@ backend_tests! {
         let mut orphan = result.clone();
         orphan.seats[1].player_id = Some(Uuid::new_v4());
         let last = move_row(written.seq + 1, 1, "c2");
-        let error = context.store.finish_game(game.id, &last, &orphan).await.unwrap_err();
+        let error = context.store.finish_game(game.id, FinalChange::Move(&last), &orphan).await.unwrap_err();
         assert!(matches!(error, StoreError::NotFound), "{error:?}");
 
         assert_eq!(game_state(&context, game.id).await, (written.seq, 1));
@@ -124,7 +124,7 @@ backend_tests! {
         assert_eq!(context.count("SELECT COUNT(*) FROM match_players").await, 0);
 
         // The same finish, made valid, then goes through.
-        context.store.finish_game(game.id, &last, &result).await.unwrap();
+        context.store.finish_game(game.id, FinalChange::Move(&last), &result).await.unwrap();
         let page = context.store.matches(&MatchFilter::default(), None, 10).await.unwrap();
         assert_eq!(page.items.len(), 1);
     }
@@ -146,7 +146,7 @@ backend_tests! {
         let mut result = finished_match(EPOCH + 1, &[], &[(None, 1)]);
         result.id = finished.id;
         let last = move_row(finished.seq + 1, 0, "end");
-        context.store.finish_game(finished.id, &last, &result).await.unwrap();
+        context.store.finish_game(finished.id, FinalChange::Move(&last), &result).await.unwrap();
         let cancelled = open_lobby("gone", EPOCH);
         context.store.create_lobby(&cancelled, &seat(0, "Fay", None)).await.unwrap();
         context.store.cancel_lobby(cancelled.id, 2).await.unwrap();
@@ -198,7 +198,7 @@ backend_tests! {
         for (game, seq, minute) in [(public_game.id, public_game.seq, 1), (private.id, 3, 2)] {
             let mut result = finished_match(EPOCH + minute * 60_000, &[], &[(None, 3), (None, 2)]);
             result.id = game;
-            context.store.finish_game(game, &move_row(seq + 1, 0, "end"), &result).await.unwrap();
+            context.store.finish_game(game, FinalChange::Move(&move_row(seq + 1, 0, "end")), &result).await.unwrap();
         }
 
         let listed = context.store.matches(&MatchFilter::default(), None, 10).await.unwrap();
