@@ -116,7 +116,11 @@ async fn assert_record_replays(api: &Api, game: &str) -> GameRecord {
     assert_eq!(status, 200, "{record}");
     let record: GameRecord = serde_json::from_value(record).expect("a game record");
     let replayed = replay(&record, false).expect("the record replays");
-    assert_eq!(replayed.deck_verified, Some(true), "the deck is the committed one");
+    assert_eq!(
+        replayed.deck_verified,
+        Some(true),
+        "the deck is the committed one"
+    );
     record
 }
 
@@ -139,7 +143,11 @@ async fn a_two_second_clock_game_finishes_though_its_second_player_never_connect
     let state = &ann.state;
     assert_eq!(state["seats"][absent.seat as usize]["control"], "abandoned");
     assert_eq!(state["game"]["result"]["status"], "finished");
-    assert_eq!(ann.close_code().await, Some(1000), "the ended room closes its sockets");
+    assert_eq!(
+        ann.close_code().await,
+        Some(1000),
+        "the ended room closes its sockets"
+    );
     let found = finished_match(&api, &creator.lobby).await;
     assert_eq!(found["status"], "finished");
     assert_eq!(found["tiles_placed"], 16);
@@ -153,15 +161,25 @@ async fn a_person_plays_a_whole_game_against_an_mcts_bot() {
     let api = Api::new(server.http());
     let creator = create_lobby(&api, json!({ "type": "none" }), json!({})).await;
     let path = format!("/api/lobbies/{}/bots", creator.lobby);
-    let (status, seated) = api.post_as(&path, &creator.token, json!({ "level": "mcts" })).await;
+    let (status, seated) = api
+        .post_as(&path, &creator.token, json!({ "level": "mcts" }))
+        .await;
     assert_eq!(status, 201, "{seated}");
     assert_eq!(seated["lobby"]["seats"][1]["bot"], "mcts");
     let mut ann = connect_player(&server, &creator).await;
     start(&api, &creator).await;
     wait_playing(&mut ann).await;
     let events = play_until_over(&mut ann, "ann").await;
-    assert!(count_of(&events, "bot_moved") > 50, "the bot played its half");
-    assert!(events.iter().filter(|e| e["type"] == "bot_moved").all(|e| e["reason"] == "bot"));
+    assert!(
+        count_of(&events, "bot_moved") > 50,
+        "the bot played its half"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "bot_moved")
+            .all(|e| e["reason"] == "bot")
+    );
     let found = finished_match(&api, &creator.lobby).await;
     assert_eq!(found["status"], "finished");
     let record = assert_record_replays(&api, &creator.lobby).await;
@@ -195,13 +213,23 @@ async fn a_resigned_seat_is_played_by_a_bot_never_wins_and_the_last_resignation_
         assert_eq!(status, 204, "{body}");
         await_event(&mut ann_client, "seat_resigned").await;
         let (status, again) = post_as(&api, &bob, "resign").await;
-        assert_eq!((status, again["error"]["code"].as_str()), (409, Some("resigned")));
+        assert_eq!(
+            (status, again["error"]["code"].as_str()),
+            (409, Some("resigned"))
+        );
         let events = play_until_over(&mut ann_client, "ann").await;
-        assert!(events.iter().any(|e| e["type"] == "bot_moved" && e["reason"] == "resigned"));
+        assert!(
+            events
+                .iter()
+                .any(|e| e["type"] == "bot_moved" && e["reason"] == "resigned")
+        );
         let found = finished_match(&api, &ann.lobby).await;
         assert_eq!(found["status"], "finished");
         assert_eq!(found["seats"][1]["resigned"], true);
-        assert_eq!(found["seats"][1]["winner"], false, "a resigned seat never wins");
+        assert_eq!(
+            found["seats"][1]["winner"], false,
+            "a resigned seat never wins"
+        );
         assert_eq!(found["seats"][0]["winner"], true);
 
         // A second game: when both resign, it ends at once as abandoned.
@@ -217,8 +245,12 @@ async fn a_resigned_seat_is_played_by_a_bot_never_wins_and_the_last_resignation_
         let found = finished_match(&api, &carl.lobby).await;
         assert_eq!(found["status"], "abandoned", "{found}");
         let (_, listed) = api.get("/api/matches?status=abandoned").await;
-        let ids: Vec<&str> = listed["items"].as_array().unwrap().iter()
-            .map(|item| item["id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> = listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["id"].as_str().unwrap())
+            .collect();
         assert_eq!(ids, [carl.lobby.as_str()], "{listed}");
     }
 }
@@ -259,7 +291,10 @@ async fn a_game_is_aborted_before_every_seat_has_played_and_is_no_match() {
     dora_client.catch_up_to(carl_client.seq.unwrap()).await;
     play_moves(&mut dora_client, 1, "d").await;
     let (status, refused) = post_as(&api, &carl, "abort").await;
-    assert_eq!((status, refused["error"]["code"].as_str()), (409, Some("too_late_to_abort")));
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (409, Some("too_late_to_abort"))
+    );
 }
 
 async fn play_moves(client: &mut WsClient, count: usize, tag: &str) {
@@ -276,17 +311,27 @@ async fn an_abandoned_seat_is_taken_back_by_hello_and_recovered_with_the_player_
     let database = TestDatabase::sqlite();
     let server = TestServer::start_with(&database.url(), &QUICK_BOTS).await;
     let api = Api::new(server.http());
-    let (status, player) = api.post("/api/players", json!({ "display_name": "bob" })).await;
+    let (status, player) = api
+        .post("/api/players", json!({ "display_name": "bob" }))
+        .await;
     assert_eq!(status, 201, "{player}");
-    let (player_id, secret) = (player["id"].as_str().unwrap(), player["secret"].as_str().unwrap());
+    let (player_id, secret) = (
+        player["id"].as_str().unwrap(),
+        player["secret"].as_str().unwrap(),
+    );
     let ann = create_lobby(&api, turn_clock(1_000, 0), json!({})).await;
     let (status, joined) = api
-        .post(&format!("/api/lobbies/{}/join", ann.lobby),
-            json!({ "player_id": player_id, "player_secret": secret }))
+        .post(
+            &format!("/api/lobbies/{}/join", ann.lobby),
+            json!({ "player_id": player_id, "player_secret": secret }),
+        )
         .await;
     assert_eq!(status, 200, "{joined}");
-    let bob = Seat { lobby: ann.lobby.clone(), seat: 1,
-        token: joined["seat_token"].as_str().unwrap().to_owned() };
+    let bob = Seat {
+        lobby: ann.lobby.clone(),
+        seat: 1,
+        token: joined["seat_token"].as_str().unwrap().to_owned(),
+    };
     let mut ann_client = connect_player(&server, &ann).await;
     start(&api, &ann).await;
     wait_playing(&mut ann_client).await;
@@ -303,13 +348,20 @@ async fn an_abandoned_seat_is_taken_back_by_hello_and_recovered_with_the_player_
     // Away again: abandoned again; this time he lost his token and recovers the seat.
     play_turns_until(&mut ann_client, "seat_abandoned").await;
     let (status, granted) = api
-        .post(&format!("/api/lobbies/{}/reclaim", bob.lobby),
-            json!({ "player_id": player_id, "player_secret": "wrong" }))
+        .post(
+            &format!("/api/lobbies/{}/reclaim", bob.lobby),
+            json!({ "player_id": player_id, "player_secret": "wrong" }),
+        )
         .await;
-    assert_eq!((status, granted["error"]["code"].as_str()), (401, Some("bad_player_secret")));
+    assert_eq!(
+        (status, granted["error"]["code"].as_str()),
+        (401, Some("bad_player_secret"))
+    );
     let (status, granted) = api
-        .post(&format!("/api/lobbies/{}/reclaim", bob.lobby),
-            json!({ "player_id": player_id, "player_secret": secret }))
+        .post(
+            &format!("/api/lobbies/{}/reclaim", bob.lobby),
+            json!({ "player_id": player_id, "player_secret": secret }),
+        )
         .await;
     assert_eq!(status, 200, "{granted}");
     assert_eq!(granted["seat"], 1);
@@ -319,7 +371,10 @@ async fn an_abandoned_seat_is_taken_back_by_hello_and_recovered_with_the_player_
     assert_eq!(ann_client.state["seats"][1]["control"], "human");
     let mut stale = WsClient::connect(&server.ws_url(&bob.lobby)).await;
     let refused = stale.hello(Some(&bob.token), None).await;
-    assert_eq!(refused["error"]["code"], "bad_token", "the old token stops working");
+    assert_eq!(
+        refused["error"]["code"], "bad_token",
+        "the old token stops working"
+    );
     let mut bob_client = WsClient::join(&server.ws_url(&bob.lobby), Some(new_token), None).await;
     bob_client.next_of("snapshot").await;
     assert_eq!(bob_client.seat, Some(1));
@@ -336,7 +391,9 @@ async fn play_turns_until(ann: &mut WsClient, kind: &str) {
         }
         let mv = ann.legal_moves.clone().unwrap()[0].clone();
         commands += 1;
-        let reply = ann.command(&format!("{kind}-{commands}-{}", ann.seq.unwrap()), mv).await;
+        let reply = ann
+            .command(&format!("{kind}-{commands}-{}", ann.seq.unwrap()), mv)
+            .await;
         if is_overtaken(&reply) {
             ann.next().await;
             continue;
@@ -357,7 +414,9 @@ async fn a_restart_in_the_middle_of_a_running_clock_gives_the_turn_a_fresh_allow
     start(&api, &ann).await;
     wait_playing(&mut ann_client).await;
     play_moves(&mut ann_client, 2, "a").await;
-    let deadline_before = ann_client.state["game"]["clock"]["turn"]["deadline_ms"].as_i64().unwrap();
+    let deadline_before = ann_client.state["game"]["clock"]["turn"]["deadline_ms"]
+        .as_i64()
+        .unwrap();
     assert_eq!(ann_client.state["game"]["clock"]["turn"]["seat"], bob.seat);
     server.terminate().await;
     tokio::time::sleep(Duration::from_millis(3_500)).await;
@@ -369,7 +428,10 @@ async fn a_restart_in_the_middle_of_a_running_clock_gives_the_turn_a_fresh_allow
     let snapshot = bob_client.next_of("snapshot").await;
     let turn = &snapshot["state"]["game"]["clock"]["turn"];
     let deadline = turn["deadline_ms"].as_i64().unwrap();
-    assert!(deadline >= restarted_at + 3_000, "{turn} after a restart at {restarted_at}");
+    assert!(
+        deadline >= restarted_at + 3_000,
+        "{turn} after a restart at {restarted_at}"
+    );
     assert!(deadline > deadline_before);
     let left = snapshot["turn_ms_left"].as_u64().unwrap();
     assert!(left > 1_000 && left <= 3_000, "{left} ms left");
@@ -400,8 +462,12 @@ async fn an_idle_open_lobby_expires_and_leaves_memory() {
     assert_eq!(watcher.close_code().await, Some(1000));
     let (_, lobby) = api.get(&format!("/api/lobbies/{}", ann.lobby)).await;
     assert_eq!(lobby["status"], "cancelled");
-    let (status, _) = api.post(&format!("/api/lobbies/{}/join", ann.lobby),
-        json!({ "display_name": "late" })).await;
+    let (status, _) = api
+        .post(
+            &format!("/api/lobbies/{}/join", ann.lobby),
+            json!({ "display_name": "late" }),
+        )
+        .await;
     assert_eq!(status, 409, "an expired lobby takes no seats");
     // And it is not restored at the next start.
     server.terminate().await;

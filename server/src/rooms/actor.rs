@@ -173,9 +173,9 @@ impl Room {
     fn wakeup_in(&self) -> Option<Duration> {
         let at = self.machine.next_wakeup()?;
         let delay = Duration::from_millis((at - now_millis()).max(0) as u64);
-        let pause = self
-            .retry_at
-            .map_or(Duration::ZERO, |retry| retry.saturating_duration_since(Instant::now()));
+        let pause = self.retry_at.map_or(Duration::ZERO, |retry| {
+            retry.saturating_duration_since(Instant::now())
+        });
         Some(delay.max(pause))
     }
 
@@ -279,7 +279,9 @@ impl Room {
                 seat,
                 reply,
             } => {
-                let outcome = self.settle_then(|m, _| m.remove_bot(&token_hash, seat)).await;
+                let outcome = self
+                    .settle_then(|m, _| m.remove_bot(&token_hash, seat))
+                    .await;
                 let _ = reply.send(outcome);
             }
             RoomRequest::Resign { token_hash, reply } => {
@@ -359,7 +361,9 @@ impl Room {
         name: Option<String>,
     ) -> Result<u8, AppError> {
         self.settle_unconfirmed().await?;
-        let change = self.machine.add_bot(token_hash, level, name, now_millis())?;
+        let change = self
+            .machine
+            .add_bot(token_hash, level, name, now_millis())?;
         let seat = match &change {
             Change::SeatTaken(row) => row.seat,
             _ => return Err(AppError::Internal),
@@ -371,7 +375,8 @@ impl Room {
     async fn start(&mut self, token_hash: &str, randomize_seats: bool) -> Result<(), AppError> {
         let seats = self.machine.seats().len();
         let draw = crate::rooms::machine::StartDraw::random(seats, randomize_seats);
-        self.settle_then(|m, now| m.start(token_hash, draw, now)).await
+        self.settle_then(|m, now| m.start(token_hash, draw, now))
+            .await
     }
 
     async fn reclaim(&mut self, player_id: uuid::Uuid) -> Result<JoinedSeat, AppError> {
@@ -448,7 +453,7 @@ impl Room {
         match decision {
             Decision::Repeat(seq) => Ok(seq),
             Decision::Commit(change) => {
-                self.commit(change).await?;
+                self.commit(*change).await?;
                 Ok(self.machine.seq())
             }
         }

@@ -12,8 +12,8 @@
 //! the moment the game is restored, so that a player is never timed out by time the
 //! server was down; the reserve it then uses is charged as usual (and clamps at zero).
 
-use carcassonne_store::{Millis, MoveOrigin, MoveRow, TimeControl};
 use carcassonne_core::Move;
+use carcassonne_store::{Millis, MoveOrigin, MoveRow, TimeControl};
 
 /// After this many timed-out turns in a row a seat is abandoned.
 pub const TIMEOUTS_TO_ABANDON: u32 = 3;
@@ -139,8 +139,9 @@ impl Clocks {
     fn per_turn(&self) -> Option<u64> {
         match self.control {
             TimeControl::None => None,
-            TimeControl::Turn { per_turn_ms, .. }
-            | TimeControl::Correspondence { per_turn_ms } => Some(per_turn_ms),
+            TimeControl::Turn { per_turn_ms, .. } | TimeControl::Correspondence { per_turn_ms } => {
+                Some(per_turn_ms)
+            }
         }
     }
 
@@ -188,7 +189,10 @@ mod tests {
     fn turn(clocks: &mut Clocks, seq: u64, seat: u8, tile_at: Millis, act_at: Millis) {
         let origin = MoveOrigin::Player;
         clocks.record(&row(seq, seat, place(), tile_at, origin), Some(seat));
-        clocks.record(&row(seq + 1, seat, Move::Pass, act_at, origin), Some(1 - seat));
+        clocks.record(
+            &row(seq + 1, seat, Move::Pass, act_at, origin),
+            Some(1 - seat),
+        );
     }
 
     #[test]

@@ -122,7 +122,12 @@ pub fn final_winners(scores: &[u32], seats: &[SeatRow]) -> Vec<u8> {
         seats
             .iter()
             .filter(|seat| seat.control != SeatControl::Resigned)
-            .map(|seat| (seat.seat, scores.get(seat.seat as usize).copied().unwrap_or(0)))
+            .map(|seat| {
+                (
+                    seat.seat,
+                    scores.get(seat.seat as usize).copied().unwrap_or(0),
+                )
+            })
     };
     let Some(best) = standing().map(|(_, score)| score).max() else {
         return Vec::new();
@@ -192,7 +197,10 @@ mod tests {
 
     #[test]
     fn when_everyone_resigned_nobody_wins() {
-        let seats = [seat(0, SeatControl::Resigned), seat(1, SeatControl::Resigned)];
+        let seats = [
+            seat(0, SeatControl::Resigned),
+            seat(1, SeatControl::Resigned),
+        ];
         assert!(final_winners(&[3, 4], &seats).is_empty());
     }
 }

@@ -5,8 +5,8 @@
 //! It never contains the order of the stack, seat tokens or invite codes.
 
 use crate::api::schemas::{
-    FigureName, MatchStatusName, PhaseName, RulesSchema, SeatControlName, StatusName,
-    SupplySchema, TimeControlSchema,
+    FigureName, MatchStatusName, PhaseName, RulesSchema, SeatControlName, StatusName, SupplySchema,
+    TimeControlSchema,
 };
 use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;

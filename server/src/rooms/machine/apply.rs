@@ -18,7 +18,11 @@ impl RoomMachine {
             Change::SeatFreed(seat) => {
                 self.seats.retain(|row| row.seat != seat);
                 self.last_activity = now;
-                self.publish(vec![json!({ "type": "seat_freed", "seat": seat })], None, now)
+                self.publish(
+                    vec![json!({ "type": "seat_freed", "seat": seat })],
+                    None,
+                    now,
+                )
             }
             Change::Cancelled(reason) => self.apply_cancel(reason, now),
             Change::Started {
@@ -84,7 +88,11 @@ impl RoomMachine {
         (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
         tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
         let opening = opening.iter().map(event_json);
-        self.publish(std::iter::once(started).chain(opening).collect(), reseated, now)
+        self.publish(
+            std::iter::once(started).chain(opening).collect(),
+            reseated,
+            now,
+        )
     }
 
     pub(super) fn apply_move(

@@ -83,7 +83,11 @@ impl RoomMachine {
     }
 
     /// `your_turn` with the legal moves, for the player to move; `None` for anyone else.
-    pub(super) fn turn_reminder(&self, token_hash: Option<&str>, now: Millis) -> Option<Arc<Outgoing>> {
+    pub(super) fn turn_reminder(
+        &self,
+        token_hash: Option<&str>,
+        now: Millis,
+    ) -> Option<Arc<Outgoing>> {
         let game = self.game.as_ref()?;
         if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
             return None;

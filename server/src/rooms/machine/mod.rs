@@ -13,6 +13,7 @@
 
 use crate::api::players::name_key;
 use crate::auth::{Token, invite_code_matches};
+use crate::error::AppError;
 use crate::protocol::ServerMessage;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
 use crate::rooms::outcome::{Ending, MatchBuilder};
@@ -29,7 +30,6 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
-use crate::error::AppError;
 
 mod apply;
 mod connections;
@@ -110,7 +110,7 @@ impl SeatChange {
 #[derive(Debug)]
 pub enum Decision {
     Repeat(u64),
-    Commit(Change),
+    Commit(Box<Change>),
 }
 
 /// A move a bot must choose now, for the seat to move.
@@ -405,7 +405,10 @@ impl RoomMachine {
         }
         let randomized = start.order.is_some();
         let mut seats: Vec<SeatRow> = match &start.order {
-            Some(order) => order.iter().filter_map(|&i| self.seats.get(i).cloned()).collect(),
+            Some(order) => order
+                .iter()
+                .filter_map(|&i| self.seats.get(i).cloned())
+                .collect(),
             None => self.seats.clone(),
         };
         if seats.len() != self.seats.len() {
@@ -468,7 +471,7 @@ impl RoomMachine {
             return Err(AppError::TurnTimedOut);
         }
         let change = self.move_change(seat.seat, id, mv, MoveOrigin::Player, now)?;
-        Ok(Decision::Commit(change))
+        Ok(Decision::Commit(Box::new(change)))
     }
 
     /// A bot's answer to `job`; stale when anything changed since the job was given.
@@ -593,7 +596,13 @@ impl RoomMachine {
         let seats: Vec<SeatRow> = self
             .seats
             .iter()
-            .map(|s| if s.seat == row.seat { row.clone() } else { s.clone() })
+            .map(|s| {
+                if s.seat == row.seat {
+                    row.clone()
+                } else {
+                    s.clone()
+                }
+            })
             .collect();
         let result = self.abandoned_result(&seats, now).map(Box::new);
         Change::SeatChanged {
@@ -711,4 +720,3 @@ fn origin_reason(origin: MoveOrigin, seat: Option<&SeatRow>) -> &'static str {
         _ => "bot",
     }
 }
-

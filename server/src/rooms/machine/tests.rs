@@ -64,7 +64,8 @@ fn commit(machine: &mut RoomMachine, change: Result<Change, AppError>, now: Mill
 
 /// A started two-player game: the creator and a guest, both human.
 fn two_player_game(clock: TimeControl) -> RoomMachine {
-    let mut machine = RoomMachine::open(lobby(clock), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let mut machine =
+        RoomMachine::open(lobby(clock), vec![seat(0, CREATOR, "Ann")], settings(), T0);
     let (join, _) = machine.join("Bob".into(), None, None, T0).unwrap();
     commit(&mut machine, Ok(join), T0);
     // The guest's token is random; give the seat a known hash for the tests.
@@ -81,7 +82,7 @@ fn play_first_legal(machine: &mut RoomMachine, now: Millis) -> Result<(), AppErr
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
     let id = format!("c{}", machine.seq());
     match machine.command(&hash, id, machine.seq(), mv, now)? {
-        Decision::Commit(change) => commit(machine, Ok(change), now),
+        Decision::Commit(change) => commit(machine, Ok(*change), now),
         Decision::Repeat(_) => panic!("a new command was taken for a repeat"),
     }
     Ok(())
@@ -108,14 +109,22 @@ fn event_types(outgoing: &Outgoing) -> Vec<String> {
 
 #[test]
 fn an_idle_open_lobby_expires_and_any_change_postpones_it() {
-    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let mut machine = RoomMachine::open(
+        lobby(TimeControl::None),
+        vec![seat(0, CREATOR, "Ann")],
+        settings(),
+        T0,
+    );
     assert_eq!(machine.next_wakeup(), Some(T0 + 60_000));
     assert!(machine.due_change(T0 + 59_999).is_none());
     let (join, _) = machine.join("Bob".into(), None, None, T0 + 30_000).unwrap();
     commit(&mut machine, Ok(join), T0 + 30_000);
     assert!(machine.due_change(T0 + 60_000).is_none());
     let expired = machine.due_change(T0 + 90_000);
-    assert!(matches!(expired, Some(Change::Cancelled(CancelReason::Expired))));
+    assert!(matches!(
+        expired,
+        Some(Change::Cancelled(CancelReason::Expired))
+    ));
     let update = machine.apply(expired.unwrap(), T0 + 90_000);
     assert!(machine.ended());
     assert_eq!(event_types(&update), ["lobby_cancelled"]);
@@ -123,13 +132,23 @@ fn an_idle_open_lobby_expires_and_any_change_postpones_it() {
 
 #[test]
 fn only_the_creator_adds_bots_and_a_bot_seat_plays_itself() {
-    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let mut machine = RoomMachine::open(
+        lobby(TimeControl::None),
+        vec![seat(0, CREATOR, "Ann")],
+        settings(),
+        T0,
+    );
     let refused = machine.add_bot("someone", BotLevel::Random, None, T0);
     assert_eq!(refused.unwrap_err(), AppError::BadToken);
     let added = machine.add_bot(CREATOR, BotLevel::Random, None, T0);
     commit(&mut machine, added, T0);
     assert_eq!(machine.seats()[1].bot.as_deref(), Some("random"));
-    assert_eq!(machine.add_bot(CREATOR, BotLevel::Greedy, None, T0).unwrap_err(), AppError::LobbyFull);
+    assert_eq!(
+        machine
+            .add_bot(CREATOR, BotLevel::Greedy, None, T0)
+            .unwrap_err(),
+        AppError::LobbyFull
+    );
     let start = machine.start(CREATOR, draw(), T0);
     commit(&mut machine, start, T0);
     // The human moves first; then the bot's turn is a job for the pool.
@@ -142,7 +161,10 @@ fn only_the_creator_adds_bots_and_a_bot_seat_plays_itself() {
 
 #[test]
 fn a_turn_past_its_deadline_is_played_by_a_bot_and_the_player_is_refused() {
-    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 1_000 };
+    let clock = TimeControl::Turn {
+        per_turn_ms: 2_000,
+        reserve_ms: 1_000,
+    };
     let mut machine = two_player_game(clock);
     assert_eq!(machine.next_wakeup(), Some(T0 + 3_000));
     assert!(!machine.time_out(T0 + 2_999));
@@ -179,7 +201,10 @@ fn time_out_seat_zero(machine: &mut RoomMachine, now: Millis) -> Millis {
 
 #[test]
 fn three_timeouts_in_a_row_abandon_the_seat_until_its_owner_says_hello() {
-    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 0 };
+    let clock = TimeControl::Turn {
+        per_turn_ms: 2_000,
+        reserve_ms: 0,
+    };
     let mut machine = two_player_game(clock);
     let mut now = T0;
     for _ in 0..2 {
@@ -218,11 +243,20 @@ fn a_resigned_seat_is_played_by_a_bot_and_the_last_resignation_ends_the_game() {
     assert_eq!((job.seat, job.origin), (1, MoveOrigin::Bot));
     play_bot_job(&mut machine, T0 + 9);
     let last = machine.resign(CREATOR, T0 + 10).unwrap();
-    let Change::SeatChanged { result: Some(result), .. } = &last else {
+    let Change::SeatChanged {
+        result: Some(result),
+        ..
+    } = &last
+    else {
         panic!("the last human resigning ends the game");
     };
     assert_eq!(result.status, MatchStatus::Abandoned);
-    assert!(result.seats.iter().all(|seat| seat.resigned && !seat.winner));
+    assert!(
+        result
+            .seats
+            .iter()
+            .all(|seat| seat.resigned && !seat.winner)
+    );
     let update = machine.apply(last, T0 + 10);
     assert!(machine.ended());
     assert_eq!(event_types(&update), ["seat_resigned", "game_abandoned"]);
@@ -237,22 +271,34 @@ fn a_game_can_be_aborted_only_until_every_seat_has_placed_a_tile() {
     play_first_legal(&mut machine, T0).unwrap();
     assert!(machine.abort(CREATOR).is_ok());
     play_first_legal(&mut machine, T0).unwrap();
-    assert_eq!(machine.abort(CREATOR).unwrap_err(), AppError::TooLateToAbort);
+    assert_eq!(
+        machine.abort(CREATOR).unwrap_err(),
+        AppError::TooLateToAbort
+    );
 }
 
 #[test]
 fn a_bot_answer_to_an_older_state_is_stale() {
-    let mut machine = two_player_game(TimeControl::Turn { per_turn_ms: 1_000, reserve_ms: 0 });
+    let mut machine = two_player_game(TimeControl::Turn {
+        per_turn_ms: 1_000,
+        reserve_ms: 0,
+    });
     assert!(machine.time_out(T0 + 1_000));
     let job = machine.bot_job().unwrap();
     play_bot_job(&mut machine, T0 + 1_001);
     let mv = job.view.game().legal_moves()[0];
-    assert!(matches!(machine.bot_move(&job, mv, T0), Err(AppError::StaleSeq { .. })));
+    assert!(matches!(
+        machine.bot_move(&job, mv, T0),
+        Err(AppError::StaleSeq { .. })
+    ));
 }
 
 #[test]
 fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
-    let clock = TimeControl::Turn { per_turn_ms: 2_000, reserve_ms: 0 };
+    let clock = TimeControl::Turn {
+        per_turn_ms: 2_000,
+        reserve_ms: 0,
+    };
     let mut machine = two_player_game(clock);
     for step in 0..6 {
         play_first_legal(&mut machine, T0 + 100 * step).unwrap();
@@ -271,11 +317,14 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
 
 #[test]
 fn patches_rebuild_every_state_through_a_whole_game_of_bots() {
-    let mut machine = RoomMachine::open(lobby(TimeControl::None), vec![seat(0, CREATOR, "Ann")], settings(), T0);
-    for level in [BotLevel::Random] {
-        let added = machine.add_bot(CREATOR, level, None, T0);
-        commit(&mut machine, added, T0);
-    }
+    let mut machine = RoomMachine::open(
+        lobby(TimeControl::None),
+        vec![seat(0, CREATOR, "Ann")],
+        settings(),
+        T0,
+    );
+    let added = machine.add_bot(CREATOR, BotLevel::Random, None, T0);
+    commit(&mut machine, added, T0);
     let start = machine.start(CREATOR, draw(), T0);
     commit(&mut machine, start, T0);
     let mut mirror = machine.state.clone();
@@ -289,7 +338,12 @@ fn patches_rebuild_every_state_through_a_whole_game_of_bots() {
         } else {
             let seq = machine.seq();
             play_first_legal(&mut machine, T0).unwrap();
-            machine.recent.back().filter(|u| u.seq == Some(seq + 1)).unwrap().clone()
+            machine
+                .recent
+                .back()
+                .filter(|u| u.seq == Some(seq + 1))
+                .unwrap()
+                .clone()
         };
         let message: Value = serde_json::from_str(update.for_others.as_str()).unwrap();
         let patch: json_patch::Patch = serde_json::from_value(message["patch"].clone()).unwrap();

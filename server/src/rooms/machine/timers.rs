@@ -65,7 +65,9 @@ impl RoomMachine {
         let clocks = self.clocks.as_ref()?;
         let seat = self.seats.iter().find(|seat| {
             let (timeouts, _) = clocks.streak(seat.seat);
-            seat.bot.is_none() && seat.control == SeatControl::Human && timeouts >= TIMEOUTS_TO_ABANDON
+            seat.bot.is_none()
+                && seat.control == SeatControl::Human
+                && timeouts >= TIMEOUTS_TO_ABANDON
         })?;
         Some(self.seat_change(seat, SeatControl::Abandoned, SeatChange::Abandoned, now))
     }
@@ -85,12 +87,16 @@ impl RoomMachine {
                 MoveOrigin::Bot,
                 self.bot_think(),
             ),
-            (None, SeatControl::Abandoned | SeatControl::Resigned) => {
-                (settings.stand_in_bot, MoveOrigin::Bot, settings.stand_in_think)
-            }
-            (None, SeatControl::Human) if self.turn_timed_out() => {
-                (settings.stand_in_bot, MoveOrigin::Timeout, settings.stand_in_think)
-            }
+            (None, SeatControl::Abandoned | SeatControl::Resigned) => (
+                settings.stand_in_bot,
+                MoveOrigin::Bot,
+                settings.stand_in_think,
+            ),
+            (None, SeatControl::Human) if self.turn_timed_out() => (
+                settings.stand_in_bot,
+                MoveOrigin::Timeout,
+                settings.stand_in_think,
+            ),
             (None, SeatControl::Human) => return None,
         };
         Some(BotJob {
