@@ -301,7 +301,10 @@ mod tests {
         let mut game = all_expansions_game(7);
         rollout(&mut game, &mut ChaCha8Rng::seed_from_u64(7));
         let (zero, one) = (reward(&game, 0), reward(&game, 1));
-        assert!((zero + one - 1.0).abs() < 1e-9, "two players: rewards mirror");
+        assert!(
+            (zero + one - 1.0).abs() < 1e-9,
+            "two players: rewards mirror"
+        );
         let scores = game.scores();
         assert_eq!(zero > one, scores[0] > scores[1]);
     }

@@ -76,7 +76,10 @@ pub fn tournament(
                         return;
                     }
                     let result = play_game([a, b], number, think, seed);
-                    results.lock().unwrap_or_else(|e| e.into_inner()).push(result);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(result);
                 }
             });
         }
@@ -218,7 +221,10 @@ mod tests {
         assert_eq!(report.games, 6);
         for record in [&report.a, &report.b] {
             assert_eq!(record.wins + record.losses + record.draws, 6);
-            assert!(record.moves > 6 * 30, "each bot moves dozens of times a game");
+            assert!(
+                record.moves > 6 * 30,
+                "each bot moves dozens of times a game"
+            );
         }
         assert_eq!(report.a.wins, report.b.losses);
         assert_eq!(report.a_win_rate, f64::from(report.a.wins) / 6.0);

@@ -51,10 +51,8 @@ impl HiddenGame {
     /// A game the real one could be: the unseen tiles in a uniformly random order that
     /// keeps the deck's structure (river tiles first, the lake last of them).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Game {
-        let (mut river, mut land): (Vec<TileId>, Vec<TileId>) = self
-            .unseen
-            .iter()
-            .partition(|tile| tile.def().is_river());
+        let (mut river, mut land): (Vec<TileId>, Vec<TileId>) =
+            self.unseen.iter().partition(|tile| tile.def().is_river());
         let lake_unseen = river.iter().position(|&tile| tile == lake());
         if let Some(index) = lake_unseen {
             river.swap_remove(index);
@@ -145,7 +143,10 @@ mod tests {
             let mut sorted = order.clone();
             sorted.sort_unstable();
             assert_eq!(sorted, hidden.unseen());
-            let rivers = order.iter().filter(|t| t.def().set == TileSet::River).count();
+            let rivers = order
+                .iter()
+                .filter(|t| t.def().set == TileSet::River)
+                .count();
             assert!(order[..rivers].iter().all(|t| t.def().is_river()));
             assert_eq!(order[rivers - 1], lake());
             assert_eq!(sampled.current_tile(), game.current_tile());

@@ -30,7 +30,7 @@ pub use board::PlacedTile;
 pub use events::{Event, FeatureScore};
 pub use figures::{FigureKind, PlacedFigure, Seat, Supply};
 pub use game::{Game, Move, Phase, PlayError, Setup, SetupError, Stack};
-pub use hidden::HiddenGame;
 pub use geometry::{BySide, HalfSide, Pos, Rotation, Side};
+pub use hidden::HiddenGame;
 pub use rules::{Expansion, Rules};
 pub use tiles::{EdgeKind, SegmentKind, Spot, TileDef, TileId, TileSet, catalogue};
