@@ -29,7 +29,7 @@ use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How strong a bot plays. Written `random`, `greedy` or `mcts` (serde, `FromStr`,
 /// `Display`).
@@ -106,6 +106,15 @@ pub fn choose_move(
     chosen.unwrap_or(Move::Pass)
 }
 
+/// The moment `think` from now: the deadline to give [`choose_move`]. An absurd `think`
+/// (beyond what the clock can add) gives a deadline a year away rather than a panic.
+pub fn deadline_after(think: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(think)
+        .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
 /// A uniform index in `0..len` (`len > 0`), by the multiply-high method: its bias, under
 /// `len / 2^64`, is far below anything a game could notice.
 pub(crate) fn pick_index(rng: &mut impl Rng, len: usize) -> usize {
@@ -120,7 +129,13 @@ mod tests {
     use super::*;
     use crate::test_support::{all_expansions_game, same_game_other_order};
     use rand_core::SeedableRng;
-    use std::time::Duration;
+
+    #[test]
+    fn an_absurd_thinking_time_gives_a_far_deadline_not_a_panic() {
+        assert!(deadline_after(Duration::MAX) > Instant::now() + Duration::from_secs(3600));
+        let soon = deadline_after(Duration::from_millis(5));
+        assert!(soon <= Instant::now() + Duration::from_millis(5));
+    }
 
     #[test]
     fn levels_round_trip_through_their_names() {

@@ -6,7 +6,7 @@
 //! and the seat. `threads` games run at once on scoped std threads. A bot is asked for
 //! every move (placement, then action), each with `think` from the moment it is asked.
 
-use crate::{BotLevel, choose_move};
+use crate::{BotLevel, choose_move, deadline_after};
 use carcassonne_core::{Game, Phase, Rules, Setup, Stack};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -101,7 +101,8 @@ fn play_game(levels: [BotLevel; 2], number: u32, think: Duration, seed: u64) -> 
         // Bot 0 is `a`; it sits at `a_seat`.
         let bot = usize::from(seat as usize != a_seat);
         let asked = Instant::now();
-        let chosen = choose_move(levels[bot], &game.hidden(), asked + think, &mut rngs[bot]);
+        let deadline = deadline_after(think);
+        let chosen = choose_move(levels[bot], &game.hidden(), deadline, &mut rngs[bot]);
         let spent = asked.elapsed();
         result.think[bot] += spent;
         result.max_think[bot] = result.max_think[bot].max(spent);

@@ -4,12 +4,12 @@
 //! queueing behind other bots comes out of it, so a busy server makes bots think less,
 //! never answer later (`mcts` past its deadline plays its greedy move at once).
 
-use carcassonne_bots::{BotLevel, choose_move};
+use carcassonne_bots::{BotLevel, choose_move, deadline_after};
 use carcassonne_core::{HiddenGame, Move};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// The niceness of the bot threads: below every request handler, above idle work.
@@ -52,7 +52,7 @@ impl BotPool {
         think: Duration,
         seed: u64,
     ) -> Option<Move> {
-        let deadline = Instant::now() + think;
+        let deadline = deadline_after(think);
         let (reply, answer) = oneshot::channel();
         self.pool.as_ref()?.spawn(move || {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -81,6 +81,7 @@ fn lower_this_threads_priority() {}
 mod tests {
     use super::*;
     use carcassonne_core::{Game, Rules, Setup, Stack};
+    use std::time::Instant;
 
     fn view(seed: u64) -> HiddenGame {
         let setup = Setup {

@@ -56,3 +56,28 @@ pub fn run(args: TournamentArgs) -> ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        args: TournamentArgs,
+    }
+
+    #[test]
+    fn the_levels_and_numbers_parse_and_defaults_apply() {
+        let command = Command::try_parse_from(["t", "--a", "mcts", "--b", "greedy", "--json"])
+            .expect("valid options");
+        assert_eq!(
+            (command.args.a, command.args.b),
+            (BotLevel::Mcts, BotLevel::Greedy)
+        );
+        assert_eq!((command.args.games, command.args.think_ms), (200, 200));
+        assert!(command.args.json);
+        assert!(Command::try_parse_from(["t", "--a", "expert", "--b", "random"]).is_err());
+    }
+}
