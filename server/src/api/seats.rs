@@ -126,10 +126,23 @@ pub async fn resign(
     AppPath(id): AppPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    let token_hash = bearer_token(&headers)?.hash();
-    let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::Resign { token_hash, reply })
-        .await?;
+    ask_as_seat(&state, id, &headers, |token_hash, reply| {
+        RoomRequest::Resign { token_hash, reply }
+    })
+    .await
+}
+
+/// Sends a request that carries the caller's seat token to the game's room: 204 when
+/// it is done.
+async fn ask_as_seat(
+    state: &AppState,
+    id: Uuid,
+    headers: &HeaderMap,
+    make: impl FnOnce(String, crate::rooms::Reply<()>) -> RoomRequest,
+) -> Result<StatusCode, AppError> {
+    let token_hash = bearer_token(headers)?.hash();
+    let room = live_room(state, id).await?;
+    room.ask(|reply| make(token_hash, reply)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -145,11 +158,10 @@ pub async fn abort(
     AppPath(id): AppPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    let token_hash = bearer_token(&headers)?.hash();
-    let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::Abort { token_hash, reply })
-        .await?;
-    Ok(StatusCode::NO_CONTENT)
+    ask_as_seat(&state, id, &headers, |token_hash, reply| {
+        RoomRequest::Abort { token_hash, reply }
+    })
+    .await
 }
 
 #[utoipa::path(post, path = "/api/lobbies/{id}/reclaim", tag = "seats",

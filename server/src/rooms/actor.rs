@@ -194,7 +194,7 @@ impl Room {
             let Some(change) = self.machine.due_change(now_millis()) else {
                 return;
             };
-            let outcome = self.commit_settled(change).await;
+            let outcome = self.settle_then(|_, _| Ok(change)).await;
             if let Err(error) = outcome {
                 self.pause_after_failure(&error);
             }
@@ -479,11 +479,6 @@ impl Room {
             Some(change) => self.commit(change).await,
             None => Ok(()),
         }
-    }
-
-    async fn commit_settled(&mut self, change: Change) -> Result<(), AppError> {
-        self.settle_unconfirmed().await?;
-        self.commit(change).await
     }
 
     /// Writes `change` as the next `seq`, then applies and announces it. When the write's
