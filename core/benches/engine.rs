@@ -7,9 +7,13 @@
 //!   validation, play, scoring and end-of-game scoring.
 //! * `legal_placements/mid_game` lists the legal placements of the drawn tile on
 //!   positions half-way through random base games.
+//! * `replay/base_2p` and `replay/base_2p_legal` replay a recorded 2-player base game
+//!   (`conformance/games/base-2p-001.json`, read and parsed before the timed part) as the
+//!   `replay` command does, without and with the sorted legal placements of every turn.
 //!
 //! The target (`docs/performance.md`) is a median under 100 microseconds per whole game.
 
+use carcassonne_core::record::{GameRecord, replay};
 use carcassonne_core::{Game, Phase, Rules, Setup, Stack};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use rand_chacha::ChaCha8Rng;
@@ -96,5 +100,26 @@ fn legal_placements_mid_game(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, whole_random_game, legal_placements_mid_game);
+/// A full-length recorded base game: 71 tiles drawn, figures placed and scored.
+const RECORDED_BASE_GAME: &str = include_str!("../../conformance/games/base-2p-001.json");
+
+fn replay_recorded_game(c: &mut Criterion) {
+    let record: GameRecord =
+        serde_json::from_str(RECORDED_BASE_GAME).expect("the corpus file is a game record");
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(1));
+    for (name, legal) in [("base_2p", false), ("base_2p_legal", true)] {
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(replay(black_box(&record), legal).expect("a legal record")))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    whole_random_game,
+    legal_placements_mid_game,
+    replay_recorded_game
+);
 criterion_main!(benches);
