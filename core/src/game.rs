@@ -377,6 +377,53 @@ impl Game {
         placements
     }
 
+    /// Every legal placement of the drawn tile in the order of the notation's `legal`
+    /// lists (by x, then y, then rotation), each turned into a `T` by `make`; empty
+    /// outside the placement step. `cells` is scratch space that a caller listing the
+    /// placements of many turns keeps, so that it is allocated once rather than per turn.
+    pub(crate) fn sorted_placements<T>(
+        &self,
+        cells: &mut Vec<(u64, u32)>,
+        make: impl Fn(Pos, Rotation) -> T,
+    ) -> Vec<T> {
+        let Turn::PlaceTile { tile, .. } = self.turn else {
+            return Vec::new();
+        };
+        if tile.def().is_river() {
+            // A river tile fits one cell only, and its rotations come out in order.
+            return self.collect_placements(tile, make);
+        }
+        self.sorted_fitting_cells(tile, cells);
+        let count: u32 = cells.iter().map(|&(_, fits)| fits.count_ones()).sum();
+        let mut placements = Vec::with_capacity(count as usize);
+        for &(key, mut fits) in cells.iter() {
+            let pos = pos_from_order_key(key);
+            while fits != 0 {
+                placements.push(make(pos, Rotation::ALL[fits.trailing_zeros() as usize]));
+                // Clear the lowest set bit: the rotations come out in ascending order.
+                fits &= fits - 1;
+            }
+        }
+        placements
+    }
+
+    /// Fills `cells` with the frontier cells that `tile` (not a river tile) fits, as
+    /// their [`order_key`] and fitting rotations, sorted by position. Only the cells that
+    /// fit are sorted, each as one integer key rather than as `[x, y, rotation]` triples
+    /// compared field by field, which is what makes this cheaper than sorting the
+    /// placements themselves.
+    fn sorted_fitting_cells(&self, tile: TileId, cells: &mut Vec<(u64, u32)>) {
+        let def = tile.def();
+        cells.clear();
+        cells.extend(self.board.frontier().iter().filter_map(|cell| {
+            let fits = cell.fitting_rotations(def);
+            (fits != 0).then(|| (order_key(cell.pos), fits))
+        }));
+        // Frontier cells are distinct, so no two keys are equal and an unstable sort
+        // gives the one sorted order.
+        cells.sort_unstable_by_key(|&(key, _)| key);
+    }
+
     /// Checks a move without playing it.
     pub fn check(&self, mv: Move) -> Result<(), PlayError> {
         match (self.turn, mv) {
@@ -751,10 +798,95 @@ impl Game {
     }
 }
 
+/// An integer that orders positions by x, then y: flipping the sign bit maps each `i32`
+/// onto a `u32` in the same order, and x goes in the high half.
+fn order_key(pos: Pos) -> u64 {
+    let flip = |coordinate: i32| u64::from(coordinate as u32 ^ 0x8000_0000);
+    (flip(pos.x) << 32) | flip(pos.y)
+}
+
+/// The position an [`order_key`] was made from.
+fn pos_from_order_key(key: u64) -> Pos {
+    let unflip = |half: u64| (half as u32 ^ 0x8000_0000) as i32;
+    Pos::new(unflip(key >> 32), unflip(key & 0xffff_ffff))
+}
+
 /// Every seat with the highest value; all of them when everyone is tied.
 pub(crate) fn leaders(values: &[u32]) -> Vec<Seat> {
     let best = values.iter().copied().max().unwrap_or(0);
     (0..values.len() as Seat)
         .filter(|&seat| values[seat as usize] == best)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The placements in the order the notation lists them, the slow obvious way.
+    fn sorted_the_obvious_way(game: &Game) -> Vec<(Pos, Rotation)> {
+        let mut placements = game.legal_placements();
+        placements.sort_unstable_by_key(|&(pos, rotation)| (pos.x, pos.y, rotation));
+        placements
+    }
+
+    /// Plays seeded games with simple move choices and checks every placement step.
+    fn check_sorted_placements_through_games(rules: Rules) {
+        let mut cells = Vec::new();
+        for seed in 0..6 {
+            let setup = Setup {
+                rules: rules.clone(),
+                players: 2,
+                stack: Stack::Seeded(seed),
+            };
+            let mut game = Game::new(setup).unwrap();
+            let mut step = seed as usize;
+            while game.phase() != Phase::Over {
+                if game.phase() == Phase::PlaceTile {
+                    let sorted = game.sorted_placements(&mut cells, |pos, r| (pos, r));
+                    assert_eq!(sorted, sorted_the_obvious_way(&game), "seed {seed}");
+                }
+                let moves = game.legal_moves();
+                step = step.wrapping_mul(31).wrapping_add(7);
+                game.play(moves[step % moves.len()]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn sorted_placements_are_the_legal_placements_in_notation_order() {
+        check_sorted_placements_through_games(Rules::default());
+        check_sorted_placements_through_games(Rules {
+            expansions: Expansion::ALL.to_vec(),
+            ..Rules::default()
+        });
+    }
+
+    #[test]
+    fn order_keys_order_positions_by_x_then_y_and_give_them_back() {
+        let values = [
+            i32::MIN,
+            i32::MIN + 1,
+            -300,
+            -1,
+            0,
+            1,
+            300,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        let mut positions = Vec::new();
+        for x in values {
+            for y in values {
+                positions.push(Pos::new(x, y));
+            }
+        }
+        let mut by_key = positions.clone();
+        by_key.sort_unstable_by_key(|&pos| order_key(pos));
+        positions.sort_unstable_by_key(|&pos| (pos.x, pos.y));
+        assert_eq!(by_key, positions);
+        for pos in positions {
+            assert_eq!(pos_from_order_key(order_key(pos)), pos);
+        }
+    }
 }

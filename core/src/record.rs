@@ -337,12 +337,15 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     let mut game = Game::new(record.setup())?;
     let deck_verified = record.verify_deck()?;
     let mut turns = Vec::with_capacity(record.turns.len());
+    // With `legal`, scratch space for sorting each turn's placements, allocated once.
+    let mut sort_space = legal.then(Vec::new);
     for (index, turn) in record.turns.iter().enumerate() {
-        let report =
-            replay_turn(&mut game, turn, legal).map_err(|message| ReplayError::IllegalTurn {
+        let report = replay_turn(&mut game, turn, sort_space.as_mut()).map_err(|message| {
+            ReplayError::IllegalTurn {
                 turn: index,
                 message,
-            })?;
+            }
+        })?;
         turns.push(report);
     }
     if let Some(tile) = game.current_tile() {
@@ -362,8 +365,13 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     })
 }
 
-/// Plays one turn of a record; an error says what rule it breaks.
-fn replay_turn(game: &mut Game, turn: &TurnRecord, legal: bool) -> Result<TurnReport, String> {
+/// Plays one turn of a record; an error says what rule it breaks. The report lists the
+/// legal placements when the caller passes scratch space to sort them in.
+fn replay_turn(
+    game: &mut Game,
+    turn: &TurnRecord,
+    sort_space: Option<&mut Vec<(u64, u32)>>,
+) -> Result<TurnReport, String> {
     let (Some(player), Some(tile)) = (game.current_player(), game.current_tile()) else {
         return Err("the game is already over".into());
     };
@@ -373,7 +381,11 @@ fn replay_turn(game: &mut Game, turn: &TurnRecord, legal: bool) -> Result<TurnRe
             turn.tile
         ));
     }
-    let legal = legal.then(|| sorted_placements(game));
+    let legal = sort_space.map(|cells| {
+        game.sorted_placements(cells, |pos, rotation| {
+            [pos.x, pos.y, rotation.degrees() as i32]
+        })
+    });
     let [placement, action] = turn.moves();
     game.play(placement).map_err(|error| error.to_string())?;
     let before_action = game.scores().to_vec();
@@ -409,16 +421,6 @@ fn scores_before_end_of_game(before_action: &[u32], events: &[Event]) -> Vec<u32
         }
     }
     scores
-}
-
-fn sorted_placements(game: &Game) -> Vec<[i32; 3]> {
-    let mut placements: Vec<[i32; 3]> = game
-        .legal_placements()
-        .into_iter()
-        .map(|(pos, rotation)| [pos.x, pos.y, rotation.degrees() as i32])
-        .collect();
-    placements.sort_unstable();
-    placements
 }
 
 #[cfg(test)]
