@@ -38,6 +38,7 @@
 
 mod convert;
 mod error;
+mod group_commit;
 mod match_query;
 mod options;
 mod postgres;
@@ -47,6 +48,8 @@ mod sqlite;
 use carcassonne_core::{Expansion, Move, Rules};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use group_commit::MoveWriter;
 
 pub use options::StoreOptions;
 
@@ -100,7 +103,7 @@ pub enum Backend {
     Sqlite,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database could not be reached or timed out; the caller may try again.
     #[error("the database is unavailable: {0}")]
@@ -360,6 +363,8 @@ pub struct PlayerStats {
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: BackendStore,
+    /// Moves go through here, to be written in batches with other games' moves.
+    moves: MoveWriter,
     /// The bound on every call: [`StoreOptions::operation_timeout`].
     operation_timeout: Duration,
 }
@@ -395,6 +400,16 @@ macro_rules! on_backend {
     };
 }
 
+impl BackendStore {
+    /// Writes moves of different games together; one answer per move, in order.
+    async fn append_moves(&self, moves: &[(Uuid, &MoveRow)]) -> Vec<Result<(), StoreError>> {
+        match self {
+            BackendStore::Postgres(db) => db.append_moves(moves).await,
+            BackendStore::Sqlite(db) => db.append_moves(moves).await,
+        }
+    }
+}
+
 impl Store {
     /// Connects to `url` (`postgres://...` or `sqlite://path`, the file created when
     /// missing) and applies the migrations in `migrations/`.
@@ -413,6 +428,7 @@ impl Store {
             Backend::Sqlite => BackendStore::Sqlite(sqlite::connect(options).await?),
         };
         let store = Store {
+            moves: MoveWriter::start(backend.clone(), options.operation_timeout),
             backend,
             operation_timeout: options.operation_timeout,
         };
@@ -565,8 +581,12 @@ impl Store {
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
     /// `seq`, in one transaction. [`StoreError::Conflict`] when that `seq` or that
     /// `(seat, command_id)` is already written, or when the game is not playing.
+    ///
+    /// The move is written in a batch with other games' moves (see `group_commit`); this
+    /// returns once that batch has committed.
     pub async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
-        on_backend!(self, "append_move", db => db.append_move(game, mv))
+        self.bounded("append_move", self.moves.append(game, mv.clone()))
+            .await
     }
 
     /// Writes a game's last change together with its result, in one transaction: the

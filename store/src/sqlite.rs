@@ -5,7 +5,7 @@ use std::str::FromStr;
 use sqlx::Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteRow, SqliteSynchronous};
 
-use crate::{Backend, StoreError, StoreOptions, schema};
+use crate::{Backend, MoveRow, StoreError, StoreOptions, schema};
 
 /// The driver the shared queries in `queries/` are compiled for in this module.
 pub(crate) type Db = sqlx::Sqlite;
@@ -36,6 +36,15 @@ pub(crate) fn plan_line(row: &SqliteRow) -> Result<String, StoreError> {
 #[allow(clippy::duplicate_mod)]
 #[path = "queries/mod.rs"]
 pub(crate) mod queries;
+
+/// Writes moves of different games together: SQLite's statements cost no round trip, its
+/// commit an fsync, so one transaction of plain statements takes the whole batch.
+pub(crate) async fn write_moves_together(
+    store: &queries::SqlStore,
+    moves: &[(uuid::Uuid, &MoveRow)],
+) -> Result<Vec<bool>, StoreError> {
+    store.write_moves_in_one_transaction(moves).await
+}
 
 /// Opens (creating when missing) the database file and brings the schema up to date.
 ///

@@ -118,6 +118,12 @@ impl SqlStore {
         SqlStore { pool }
     }
 
+    /// The pool, for the few statements a backend writes in its own dialect.
+    #[allow(dead_code, reason = "only the Postgres backend has such statements")]
+    pub(crate) fn pool(&self) -> &Pool<Db> {
+        &self.pool
+    }
+
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

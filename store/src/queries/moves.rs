@@ -37,6 +37,60 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Writes moves of different games together (see `group_commit`): one answer per
+    /// move, in order. The backend writes the batch its own way; when it refuses the
+    /// batch, or leaves some of its moves unwritten, those are written again one by one,
+    /// which says precisely why each is refused (or writes it, if only another move of
+    /// the batch was at fault).
+    pub(crate) async fn append_moves(
+        &self,
+        moves: &[(Uuid, &MoveRow)],
+    ) -> Vec<Result<(), StoreError>> {
+        let written = match super::super::write_moves_together(self, moves).await {
+            Ok(written) => written,
+            Err(StoreError::Conflict(_) | StoreError::NotFound) => vec![false; moves.len()],
+            Err(other) => return vec![Err(other); moves.len()],
+        };
+        let mut answers = Vec::with_capacity(moves.len());
+        for (&(game, mv), written) in moves.iter().zip(written) {
+            answers.push(match written {
+                true => Ok(()),
+                false => self.append_move(game, mv).await,
+            });
+        }
+        answers
+    }
+
+    /// Writes a batch of moves, each of a different game, in one transaction, every
+    /// move under the same guard as `append_move`. Any move refused fails the whole
+    /// batch, which is rolled back.
+    #[allow(
+        dead_code,
+        reason = "only the SQLite backend batches statement by statement; Postgres \
+                  writes a batch in one statement (postgres.rs)"
+    )]
+    pub(crate) async fn write_moves_in_one_transaction(
+        &self,
+        moves: &[(Uuid, &MoveRow)],
+    ) -> Result<Vec<bool>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        for &(game, mv) in moves {
+            let updated = sqlx::query(
+                "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
+            )
+            .bind(fit::<u64, i64>(mv.seq, "seq")?)
+            .bind(game)
+            .execute(&mut *tx)
+            .await?;
+            if updated.rows_affected() != 1 {
+                return Err(StoreError::Conflict(format!("game {game} refused seq {}", mv.seq)));
+            }
+            insert_move(&mut tx, game, mv).await?;
+        }
+        tx.commit().await?;
+        Ok(vec![true; moves.len()])
+    }
+
     /// As in `append_move`, the lobby is updated first, so that a stale `seq` is reported
     /// as such before the final change can fail for another reason.
     pub(crate) async fn finish_game(

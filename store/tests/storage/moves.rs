@@ -63,6 +63,32 @@ backend_tests! {
         assert_eq!(game_state(&context, game.id).await, (seq + 1, 2));
     }
 
+    async fn moves_of_many_games_written_together_each_get_their_own_answer(context: Context) {
+        let mut games = Vec::new();
+        for _ in 0..40 {
+            games.push(playing_game(&context.store, &[seat(0, "Ada", None)]).await);
+        }
+        // The last game already has its next move, so writing that `seq` again conflicts:
+        // whichever batch it lands in, only it is refused.
+        let last = games.last().unwrap();
+        context.store.append_move(last.id, &move_row(last.seq + 1, 0, "first")).await.unwrap();
+        let mut writes = tokio::task::JoinSet::new();
+        for (index, game) in games.iter().enumerate() {
+            let (store, id, mv) = (context.store.clone(), game.id, move_row(game.seq + 1, 0, "c"));
+            writes.spawn(async move { (index, store.append_move(id, &mv).await) });
+        }
+        let mut answers = writes.join_all().await;
+        answers.sort_by_key(|(index, _)| *index);
+        for (index, answer) in &answers[..39] {
+            assert!(answer.is_ok(), "game {index}: {answer:?}");
+        }
+        assert!(matches!(answers[39].1, Err(StoreError::Conflict(_))), "{:?}", answers[39]);
+        assert_eq!(context.count("SELECT COUNT(*) FROM moves").await, 40);
+        for game in &games {
+            assert_eq!(game_state(&context, game.id).await, (game.seq + 1, 1));
+        }
+    }
+
     async fn moves_need_a_playing_game(context: Context) {
         let lobby = open_lobby("not started", EPOCH);
         context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();

@@ -1,0 +1,140 @@
+//! Group commit: the moves of many games written together, one durable commit for many.
+//!
+//! Every game's room writes its moves one at a time (it waits for one to be durable
+//! before it accepts the next), so each move used to cost a transaction and a flush of
+//! its own. Here one writer task takes every move queued since its last write and writes
+//! them in one go: on Postgres one statement, on SQLite one transaction, each one fsync.
+//! Each caller still gets its own answer, and only once the batch holding its move has
+//! committed, so the server's invariant holds: nothing is acknowledged or broadcast
+//! before it is durable.
+//!
+//! A batch holds at most one move per game, so that the guard on each game's `seq`
+//! decides alone whether its move lands. When the batch as a whole is refused (a repeated
+//! command id, a game that is no longer playing), its moves are written again one by one,
+//! so that each gets the precise answer it would have had on its own.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use crate::{BackendStore, MoveRow, StoreError};
+
+/// The most moves written in one batch: bounds a statement's size and a batch's latency.
+const MOST_MOVES_PER_BATCH: usize = 512;
+
+/// How many moves may wait for the writer. Each live game has at most one waiting, so
+/// this is only reached with more games writing at once than this.
+const QUEUE_CAPACITY: usize = 4096;
+
+/// A move waiting to be written, with where its answer goes.
+struct PendingMove {
+    game: Uuid,
+    row: MoveRow,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// The handle rooms write through; the writer task stops once every handle is dropped.
+#[derive(Clone, Debug)]
+pub(crate) struct MoveWriter {
+    queue: mpsc::Sender<PendingMove>,
+}
+
+impl MoveWriter {
+    /// Starts the writer task on the current runtime. A batch that takes longer than
+    /// `operation_timeout` is abandoned, as a single write would be (see `Store::bounded`).
+    pub(crate) fn start(backend: BackendStore, operation_timeout: Duration) -> MoveWriter {
+        let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(write_batches(backend, pending, operation_timeout));
+        MoveWriter { queue }
+    }
+
+    /// Queues `row` for `game` and waits until the batch holding it has committed.
+    pub(crate) async fn append(&self, game: Uuid, row: MoveRow) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || StoreError::Unavailable("the move writer has stopped".into());
+        self.queue
+            .send(PendingMove { game, row, reply })
+            .await
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+/// The writer task: a batch at a time, until every handle is gone.
+async fn write_batches(
+    backend: BackendStore,
+    mut queue: mpsc::Receiver<PendingMove>,
+    operation_timeout: Duration,
+) {
+    let mut held_over = Vec::new();
+    while let Some(batch) = next_batch(&mut queue, &mut held_over).await {
+        let moves: Vec<(Uuid, &MoveRow)> = batch.iter().map(|p| (p.game, &p.row)).collect();
+        let answers = write_within(&backend, &moves, operation_timeout).await;
+        for (pending, answer) in batch.into_iter().zip(answers) {
+            // A caller that gave up waiting (its timeout ran out) is told nothing; the
+            // room re-reads the stored `seq` to learn what happened.
+            let _ = pending.reply.send(answer);
+        }
+    }
+}
+
+/// Writes a batch, or gives up on it after `limit`: the write's future is then dropped
+/// where it stands, which rolls back its transaction and frees its connection, so that a
+/// database that went silent neither holds the writer nor lands the batch much later.
+async fn write_within(
+    backend: &BackendStore,
+    moves: &[(Uuid, &MoveRow)],
+    limit: Duration,
+) -> Vec<Result<(), StoreError>> {
+    match tokio::time::timeout(limit, backend.append_moves(moves)).await {
+        Ok(answers) => answers,
+        Err(_) => {
+            let cause = format!("timed out: a batch of moves took longer than {limit:?}");
+            vec![Err(StoreError::Unavailable(cause)); moves.len()]
+        }
+    }
+}
+
+/// Everything queued now, up to the batch limit, at most one move per game: a second
+/// move of a game already in the batch is held over for the next one. Waits for a first
+/// move when nothing is queued; `None` once the queue is closed and empty.
+async fn next_batch(
+    queue: &mut mpsc::Receiver<PendingMove>,
+    held_over: &mut Vec<PendingMove>,
+) -> Option<Vec<PendingMove>> {
+    let mut batch = Batch::default();
+    for pending in std::mem::take(held_over) {
+        batch.take(pending);
+    }
+    if batch.moves.is_empty() {
+        batch.take(queue.recv().await?);
+    }
+    while batch.moves.len() < MOST_MOVES_PER_BATCH {
+        match queue.try_recv() {
+            Ok(pending) => batch.take(pending),
+            Err(_) => break,
+        }
+    }
+    *held_over = batch.held_over;
+    Some(batch.moves)
+}
+
+/// A batch being gathered.
+#[derive(Default)]
+struct Batch {
+    moves: Vec<PendingMove>,
+    games: HashSet<Uuid>,
+    held_over: Vec<PendingMove>,
+}
+
+impl Batch {
+    fn take(&mut self, pending: PendingMove) {
+        if self.games.insert(pending.game) {
+            self.moves.push(pending);
+        } else {
+            self.held_over.push(pending);
+        }
+    }
+}
