@@ -28,6 +28,21 @@ def post(path, body, token=None):
         return json.load(response)
 
 
+def flat_moves(legal):
+    """The moves `legal_moves` groups (docs/protocol.md, "Legal moves"), as commands send them."""
+    moves = [{"type": "place_tile", "x": x, "y": y, "rotation": r}
+             for x, y, rotations in legal.get("place_tile", []) for r in rotations]
+    if legal.get("pass"):
+        moves.append({"type": "pass"})
+    moves += [{"type": "place_figure", "figure": figure, "spot": spot}
+              for figure, spots in legal.get("place_figure", {}).items() for spot in spots]
+    if legal.get("recall_abbot"):
+        moves.append({"type": "recall_abbot"})
+    moves += [{"type": "festival_return", "x": x, "y": y, "spot": spot}
+              for x, y, spot in legal.get("festival_return", [])]
+    return moves
+
+
 async def player(name, game_id, token, done):
     url = BASE.replace("http", "ws", 1) + "/ws/games/" + game_id
     async with websockets.connect(url) as ws:
@@ -45,8 +60,9 @@ async def player(name, game_id, token, done):
                         print(f"{name}: final scores {event['final_scores']}, winners {event['winners']}")
                         done.set()
                         return
-                moves = message.get("legal_moves")
-                if moves:  # present only when it is this player's move
+                legal = message.get("legal_moves")
+                if legal:  # present only when it is this player's move
+                    moves = flat_moves(legal)
                     figures = [m for m in moves if m["type"] == "place_figure"]
                     move = random.choice(figures) if figures and random.random() < 0.5 else random.choice(moves)
                     commands += 1

@@ -3,9 +3,9 @@
 
 use crate::api::schemas::{EventSchema, PatchOperation};
 use crate::error::{AppError, ErrorBody};
-#[allow(unused_imports)]
+use crate::rooms::patch;
 use crate::rooms::view::PublicState;
-use crate::rooms::wire::WireMove;
+use crate::rooms::wire::{LegalMoves, WireMove};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -49,6 +49,11 @@ pub struct BadFrame {
 /// (not JSON), `unknown_type` (no known `type`) or `bad_message` (a known type with
 /// missing or wrong fields), and the connection stays.
 pub fn parse_client_message(text: &str) -> Result<ClientMessage, BadFrame> {
+    // Nearly every frame is well formed: parse it straight into its message, and only
+    // take the slower path through a JSON tree to say what is wrong with one that is not.
+    if let Ok(message) = serde_json::from_str(text) {
+        return Ok(message);
+    }
     let reject = |code: &str, message: String, command_id: Option<String>| BadFrame {
         error: ErrorBody {
             code: code.to_owned(),
@@ -100,11 +105,10 @@ pub enum ServerMessage {
     /// move, every legal move.
     Snapshot {
         seq: u64,
-        #[schema(value_type = PublicState)]
-        state: Value,
+        state: Box<PublicState>,
         connected: Vec<u8>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        legal_moves: Option<Vec<WireMove>>,
+        legal_moves: Option<LegalMoves>,
         /// Milliseconds left in the turn in progress when this message was made, when
         /// the game has a clock (the absolute deadline is in the state's `game.clock`).
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,9 +121,9 @@ pub enum ServerMessage {
         events: Vec<Value>,
         /// An RFC 6902 JSON Patch from the state at `seq - 1`.
         #[schema(value_type = Vec<PatchOperation>)]
-        patch: Value,
+        patch: Vec<patch::Operation>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        legal_moves: Option<Vec<WireMove>>,
+        legal_moves: Option<LegalMoves>,
         /// Milliseconds left in the turn in progress when this message was made, when
         /// the game has a clock (the absolute deadline is in the state's `game.clock`).
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,7 +133,7 @@ pub enum ServerMessage {
     /// `seq` (the state is unchanged, so this carries no patch and no new `seq`).
     YourTurn {
         seq: u64,
-        legal_moves: Vec<WireMove>,
+        legal_moves: LegalMoves,
         /// Milliseconds left in the turn in progress when this message was made, when
         /// the game has a clock (the absolute deadline is in the state's `game.clock`).
         #[serde(skip_serializing_if = "Option::is_none")]

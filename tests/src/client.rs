@@ -368,6 +368,33 @@ impl WsClient {
     }
 }
 
-fn legal_moves_of(message: &Value) -> Option<Vec<Value>> {
-    message["legal_moves"].as_array().cloned()
+/// The legal moves a message carries, as the flat moves a command sends, in the order
+/// `docs/protocol.md` gives: placements, pass, figures, abbot recall, festival returns.
+pub fn legal_moves_of(message: &Value) -> Option<Vec<Value>> {
+    let legal = message.get("legal_moves")?;
+    let mut moves = Vec::new();
+    for cell in legal["place_tile"].as_array().into_iter().flatten() {
+        for rotation in cell[2].as_array().expect("rotations") {
+            moves.push(json!({ "type": "place_tile", "x": cell[0], "y": cell[1],
+                "rotation": rotation }));
+        }
+    }
+    if legal["pass"] == true {
+        moves.push(json!({ "type": "pass" }));
+    }
+    for (figure, spots) in legal["place_figure"].as_object().into_iter().flatten() {
+        for spot in spots.as_array().expect("spots") {
+            moves.push(json!({ "type": "place_figure", "figure": figure, "spot": spot }));
+        }
+    }
+    if legal["recall_abbot"] == true {
+        moves.push(json!({ "type": "recall_abbot" }));
+    }
+    for figure in legal["festival_return"].as_array().into_iter().flatten() {
+        moves.push(
+            json!({ "type": "festival_return", "x": figure[0], "y": figure[1],
+            "spot": figure[2] }),
+        );
+    }
+    Some(moves)
 }

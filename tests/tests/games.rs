@@ -4,7 +4,7 @@
 //! its exported record replays to the same final scores.
 
 use carcassonne_core::record::{GameRecord, replay};
-use carcassonne_tests::client::{Api, WsClient};
+use carcassonne_tests::client::{Api, WsClient, legal_moves_of};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -182,9 +182,7 @@ async fn lobby_changes_reach_connected_clients_as_updates() {
     assert_eq!(watcher.state["status"], "playing");
     assert_eq!(watcher.state["game"]["turn"]["player"], 0);
     assert!(
-        started["legal_moves"]
-            .as_array()
-            .is_some_and(|moves| !moves.is_empty()),
+        legal_moves_of(&started).is_some_and(|moves| !moves.is_empty()),
         "seat 0 moves first and gets its moves"
     );
 }

@@ -1,7 +1,7 @@
 //! Connections over a game's life: spectators, reconnects, racing clients, duplicate
 //! commands, and a server that drains on SIGTERM.
 
-use carcassonne_tests::client::{Api, WsClient};
+use carcassonne_tests::client::{Api, WsClient, legal_moves_of};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -149,9 +149,11 @@ async fn two_clients_racing_the_same_command_apply_it_once() {
     assert_eq!(loser["error"]["code"], "stale_seq");
     let spectator = table.spectator.as_mut().unwrap();
     spectator.catch_up_to(seq + 2).await;
+    let board = spectator.state["game"]["board"].as_array().unwrap();
     assert_eq!(
-        spectator.state["game"]["tiles_placed"], 1,
-        "the tile went down once"
+        board.len(),
+        2,
+        "the tile went down once, next to the start tile"
     );
 }
 
@@ -205,10 +207,7 @@ async fn a_reconnecting_player_to_move_is_reminded_of_its_legal_moves() {
     let reminder = back.next().await;
     assert_eq!(reminder["type"], "your_turn", "{reminder}");
     assert_eq!(reminder["seq"], gone.seq.unwrap());
-    assert_eq!(
-        reminder["legal_moves"],
-        json!(gone.legal_moves.clone().unwrap())
-    );
+    assert_eq!(legal_moves_of(&reminder), gone.legal_moves.clone());
     drop(gone);
     table.players.insert(mover, back);
 

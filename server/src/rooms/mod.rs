@@ -9,6 +9,7 @@ pub mod actor;
 pub mod clocks;
 pub mod machine;
 pub mod outcome;
+pub mod patch;
 pub mod view;
 pub mod wire;
 

@@ -11,7 +11,7 @@ use crate::api::schemas::{
 use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;
 use crate::rooms::outcome::Ending;
-use crate::rooms::wire::WireMove;
+use crate::rooms::wire::LegalMoves;
 use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
@@ -19,7 +19,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct PublicState {
     pub id: Uuid,
     pub name: String,
@@ -42,7 +42,7 @@ pub struct PublicState {
     pub game: Option<GameView>,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct SeatView {
     pub seat: u8,
     pub name: String,
@@ -58,19 +58,19 @@ pub struct SeatView {
     pub bot: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct GameView {
-    /// Every tile on the board in the order placed; the start tile first.
+    /// Every tile on the board in the order placed, the start tile first, each as
+    /// `[x, y, tile, rotation]`. The tile placed this turn is the last one.
+    #[schema(value_type = Vec<Vec<serde_json::Value>>, example = json!([[0, 0, "D", 0], [1, 0, "U", 90]]))]
     pub board: Vec<TileView>,
     pub figures: Vec<FigureView>,
     pub scores: Vec<u32>,
     #[schema(value_type = Vec<SupplySchema>)]
     pub supplies: Vec<Supply>,
-    /// Whose turn it is and what they must do; absent when the game is over.
+    /// Whose turn it is, what they must do, and how many tiles are left; absent when the
+    /// game is over.
     pub turn: Option<TurnView>,
-    /// Tiles still in the stack, not counting the one being played.
-    pub tiles_left: usize,
-    pub tiles_placed: u32,
     #[schema(value_type = Vec<String>)]
     pub discarded: Vec<TileId>,
     /// Present when the game is over.
@@ -81,7 +81,7 @@ pub struct GameView {
 
 /// The turn clocks. The server is the only clock: a client draws the time left from
 /// `deadline_ms` (or from `turn_ms_left` in the message that carried the state).
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct ClockView {
     /// Each seat's reserve at the start of its current or next turn, in milliseconds.
     pub reserve_ms: Vec<u64>,
@@ -89,7 +89,7 @@ pub struct ClockView {
     pub turn: Option<TurnClockView>,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct TurnClockView {
     pub seat: u8,
     /// When the turn began (RFC 3339).
@@ -100,17 +100,23 @@ pub struct TurnClockView {
     pub deadline_ms: i64,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+/// A tile on the board, sent as `[x, y, tile, rotation]`: the board is the bulk of a
+/// snapshot, and a placement's patch adds one of these.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TileView {
     pub x: i32,
     pub y: i32,
-    #[schema(value_type = String)]
     pub tile: TileId,
-    #[schema(value_type = u16, minimum = 0, maximum = 270, multiple_of = 90)]
     pub rotation: Rotation,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+impl Serialize for TileView {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (self.x, self.y, self.tile, self.rotation).serialize(serializer)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct FigureView {
     pub player: u8,
     #[schema(value_type = FigureName)]
@@ -121,19 +127,21 @@ pub struct FigureView {
     pub spot: Spot,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+/// The turn in progress. A new turn replaces it whole, in one patch operation.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct TurnView {
     pub player: u8,
+    /// `place_tile`, then `act` once the tile is down (it is then the board's last).
     #[schema(value_type = PhaseName)]
     pub phase: Phase,
-    /// The drawn tile (already on the board in the `act` phase).
+    /// The drawn tile.
     #[schema(value_type = String)]
     pub tile: TileId,
-    /// Where the tile went this turn, during the `act` phase.
-    pub placed: Option<TileView>,
+    /// Tiles still in the stack, not counting this turn's.
+    pub tiles_left: usize,
 }
 
-#[derive(Clone, Debug, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct ResultView {
     /// `finished` (the last tile was played) or `abandoned` (no human seat was left to a
     /// human; scored as it stood, without end-of-game scoring).
@@ -220,7 +228,7 @@ fn game_view(game: &Game, clocks: Option<ClockSource<'_>>, ending: Option<&Endin
             player,
             phase: game.phase(),
             tile,
-            placed: game.placed_this_turn().map(tile_view),
+            tiles_left: game.tiles_left(),
         }),
         _ => None,
     };
@@ -240,8 +248,6 @@ fn game_view(game: &Game, clocks: Option<ClockSource<'_>>, ending: Option<&Endin
         scores: game.scores().to_vec(),
         supplies: (0..game.players()).map(|seat| game.supply(seat)).collect(),
         turn,
-        tiles_left: game.tiles_left(),
-        tiles_placed: game.tiles_placed(),
         discarded: game.discarded().to_vec(),
         result: ending.map(|ending| ResultView {
             status: ending.status,
@@ -262,7 +268,7 @@ pub fn deck_proof(lobby: &LobbyRow) -> Option<DeckProof> {
     Some(DeckProof::new(lobby.seed?, salt))
 }
 
-/// The moves open to the player to move, in wire form.
-pub fn legal_moves(game: &Game) -> Vec<WireMove> {
-    game.legal_moves().into_iter().map(WireMove::from).collect()
+/// The moves open to the player to move, grouped for the wire.
+pub fn legal_moves(game: &Game) -> LegalMoves {
+    LegalMoves::of(game.legal_moves())
 }

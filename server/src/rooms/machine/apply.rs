@@ -186,19 +186,18 @@ impl RoomMachine {
 
     // ---- Publishing ------------------------------------------------------------------
 
-    pub(super) fn current_state(&self, _now: Millis) -> Value {
+    pub(super) fn current_view(&self, _now: Millis) -> PublicState {
         let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
             clocks,
             running: !self.ended,
         });
-        let state = public_state(
+        public_state(
             &self.lobby,
             &self.seats,
             self.game.as_ref(),
             clocks,
             self.outcome.as_ref(),
-        );
-        serde_json::to_value(state).expect("state serializes")
+        )
     }
 
     /// Announces a committed change: the next `seq`, its events, and the patch to it.
@@ -210,10 +209,9 @@ impl RoomMachine {
     ) -> Arc<Outgoing> {
         self.lobby.seq += 1;
         let seq = self.lobby.seq;
-        let state = self.current_state(now);
-        let patch =
-            serde_json::to_value(json_patch::diff(&self.state, &state)).expect("patches serialize");
-        self.state = state;
+        let view = self.current_view(now);
+        let patch = patch_between(&self.view, &view);
+        self.view = view;
         let mover = self.mover();
         let turn_ms_left = self.turn_ms_left(now);
         let update = |legal| ServerMessage::Update {

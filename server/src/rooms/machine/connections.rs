@@ -112,7 +112,7 @@ impl RoomMachine {
         let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
         let message = ServerMessage::Snapshot {
             seq: self.seq(),
-            state: self.state.clone(),
+            state: Box::new(self.view.clone()),
             connected: self.connected_seats(),
             legal_moves: to_move.then(|| self.game.as_ref().map(legal_moves).unwrap_or_default()),
             turn_ms_left: self.turn_ms_left(now),

@@ -17,7 +17,8 @@ use crate::error::AppError;
 use crate::protocol::ServerMessage;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
 use crate::rooms::outcome::{Ending, MatchBuilder};
-use crate::rooms::view::{ClockSource, legal_moves, public_state};
+use crate::rooms::patch::patch_between;
+use crate::rooms::view::{ClockSource, PublicState, legal_moves, public_state};
 use crate::rooms::{Outgoing, RoomSettings};
 use axum::extract::ws::Utf8Bytes;
 use carcassonne_bots::BotLevel;
@@ -147,7 +148,8 @@ pub struct RoomMachine {
     clocks: Option<Clocks>,
     /// How the game ended, once it has.
     outcome: Option<Ending>,
-    state: Value,
+    /// The public state at `seq`, which the next patch starts from.
+    view: PublicState,
     recent: VecDeque<Arc<Outgoing>>,
     /// Open connections per player token hash.
     connections: HashMap<String, u32>,
@@ -165,7 +167,8 @@ impl RoomMachine {
         settings: RoomSettings,
         now: Millis,
     ) -> RoomMachine {
-        let mut machine = RoomMachine {
+        RoomMachine {
+            view: public_state(&lobby, &seats, None, None, None),
             last_activity: now.max(lobby.created_at),
             lobby,
             seats,
@@ -175,14 +178,11 @@ impl RoomMachine {
             accepted: HashMap::new(),
             clocks: None,
             outcome: None,
-            state: Value::Null,
             recent: VecDeque::new(),
             connections: HashMap::new(),
             settings,
             ended: false,
-        };
-        machine.state = machine.current_state(now);
-        machine
+        }
     }
 
     /// Brings an unfinished lobby or game back from the database by replaying its log.
@@ -202,7 +202,7 @@ impl RoomMachine {
                 clocks.resume(now);
             }
         }
-        machine.state = machine.current_state(now);
+        machine.view = machine.current_view(now);
         Ok(machine)
     }
 
