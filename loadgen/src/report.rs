@@ -1,0 +1,197 @@
+//! The result of a run, as one JSON object (`--json`) or a table for people.
+
+use crate::stats::Summary;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub server: String,
+    pub games: usize,
+    pub idle_sockets: usize,
+    pub duration_seconds: f64,
+    /// The measured window: the duration less the warm-up.
+    pub window_seconds: f64,
+    pub moves_acked: u64,
+    pub moves_per_second: f64,
+    pub games_finished: u64,
+    pub ack_latency_ms: Summary,
+    pub update_bytes_with_legal_moves: Summary,
+    pub update_bytes_without_legal_moves: Summary,
+    pub patch_bytes_median: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_total: u64,
+    pub server_process: Option<ProcessReport>,
+    pub baseline: Option<BaselineReport>,
+}
+
+/// What the server process cost, from `/proc`.
+#[derive(Debug, Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    /// User plus system CPU time over the window, divided by the window: 1.0 is one core.
+    pub cpu_core_share: f64,
+    pub cpu_microseconds_per_move: Option<f64>,
+    pub rss_mib_at_end: f64,
+    /// RSS after opening the idle sockets less RSS before, per socket.
+    pub rss_kib_per_idle_socket: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BaselineReport {
+    pub connections: usize,
+    pub frame_bytes: usize,
+    pub echo_round_trips_per_second: f64,
+    pub echo_round_trip_ms: Summary,
+    pub echo_cpu_core_share: Option<f64>,
+    /// The game server's moves/s divided by the echo round trips/s.
+    pub moves_share_of_echo: f64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Report {
+    /// A table for people, one measurement per line.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let line = |out: &mut String, name: &str, value: String| {
+            let _ = writeln!(out, "{name:<34} {value}");
+        };
+        line(&mut out, "server", self.server.clone());
+        line(
+            &mut out,
+            "games at once / idle sockets",
+            format!("{} / {}", self.games, self.idle_sockets),
+        );
+        line(
+            &mut out,
+            "duration / measured window",
+            format!(
+                "{:.1} s / {:.1} s",
+                self.duration_seconds, self.window_seconds
+            ),
+        );
+        line(
+            &mut out,
+            "moves acked (window)",
+            self.moves_acked.to_string(),
+        );
+        line(&mut out, "moves/s", format!("{:.0}", self.moves_per_second));
+        line(&mut out, "games finished", self.games_finished.to_string());
+        line(
+            &mut out,
+            "ack latency p50/p99/max",
+            milliseconds(&self.ack_latency_ms),
+        );
+        line(
+            &mut out,
+            "update bytes with legal_moves",
+            bytes(&self.update_bytes_with_legal_moves),
+        );
+        line(
+            &mut out,
+            "update bytes without legal_moves",
+            bytes(&self.update_bytes_without_legal_moves),
+        );
+        line(
+            &mut out,
+            "patch bytes median",
+            format!("{:.0}", self.patch_bytes_median),
+        );
+        line(&mut out, "errors", errors(self.error_total, &self.errors));
+        if let Some(process) = &self.server_process {
+            process.rows(&mut out, line);
+        }
+        if let Some(baseline) = &self.baseline {
+            baseline.rows(&mut out, line);
+        }
+        out
+    }
+}
+
+type Line = fn(&mut String, &str, String);
+
+impl ProcessReport {
+    fn rows(&self, out: &mut String, line: Line) {
+        line(
+            out,
+            "server CPU (share of one core)",
+            format!("{:.2}", self.cpu_core_share),
+        );
+        let per_move = self
+            .cpu_microseconds_per_move
+            .map_or("-".into(), |us| format!("{us:.0} µs"));
+        line(out, "server CPU per move", per_move);
+        line(
+            out,
+            "server RSS at end",
+            format!("{:.1} MiB", self.rss_mib_at_end),
+        );
+        if let Some(kib) = self.rss_kib_per_idle_socket {
+            line(out, "server RSS per idle socket", format!("{kib:.1} KiB"));
+        }
+    }
+}
+
+impl BaselineReport {
+    fn rows(&self, out: &mut String, line: Line) {
+        line(
+            out,
+            "echo round trips/s",
+            format!(
+                "{:.0} ({} connections, {} B frames)",
+                self.echo_round_trips_per_second, self.connections, self.frame_bytes
+            ),
+        );
+        line(
+            out,
+            "echo round trip p50/p99/max",
+            milliseconds(&self.echo_round_trip_ms),
+        );
+        if let Some(share) = self.echo_cpu_core_share {
+            line(
+                out,
+                "echo server CPU (share of a core)",
+                format!("{share:.2}"),
+            );
+        }
+        line(
+            out,
+            "moves/s as share of echo",
+            format!("{:.1} %", self.moves_share_of_echo * 100.0),
+        );
+        if !self.errors.is_empty() {
+            line(
+                out,
+                "echo errors",
+                errors(self.errors.values().sum(), &self.errors),
+            );
+        }
+    }
+}
+
+fn milliseconds(summary: &Summary) -> String {
+    format!(
+        "{:.2} / {:.2} / {:.2} ms",
+        summary.p50, summary.p99, summary.max
+    )
+}
+
+fn bytes(summary: &Summary) -> String {
+    format!(
+        "median {:.0}, p99 {:.0} ({} frames)",
+        summary.p50, summary.p99, summary.count
+    )
+}
+
+fn errors(total: u64, by_kind: &BTreeMap<String, u64>) -> String {
+    let kinds: Vec<String> = by_kind
+        .iter()
+        .map(|(kind, count)| format!("{kind}: {count}"))
+        .collect();
+    if kinds.is_empty() {
+        total.to_string()
+    } else {
+        format!("{total} ({})", kinds.join(", "))
+    }
+}
