@@ -170,8 +170,10 @@ mod tests {
     #[test]
     fn merging_adds_counts_samples_and_errors() {
         let mut total = Stats::default();
-        let mut part = Stats::default();
-        part.acked = 3;
+        let mut part = Stats {
+            acked: 3,
+            ..Stats::default()
+        };
         record(&mut part.patch_bytes, 40);
         part.error("rejected:stale_seq");
         total.merge(&part);
