@@ -6,19 +6,23 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The server's limits are per client IP and all of the load comes from one, so a load
-/// run needs them lifted; start the server for example with
-///
-///   carcassonne-server serve --database URL --messages-per-second 1000000
-///   --message-burst 1000000 --requests-per-second 1000000 --request-burst 1000000
-///   --max-open-lobbies 100000 --max-open-lobbies-per-client 100000
-///   --max-connections-per-ip 0 --max-pending-connections-per-ip 0
-///   --max-pending-connections 100000 --max-connections 100000
-///   --max-tcp-connections 100000
-///
-/// (see docs/performance.md, "Load generator").
+/// Shown after `--help`: a load run from one machine trips the server's per-IP limits.
+const LIMITS_HELP: &str = "\
+The server's limits are per client IP and all of the load comes from one, so a load run
+needs them lifted. Start the server for example with
+
+  carcassonne-server serve --database URL \\
+      --messages-per-second 1000000 --message-burst 1000000 \\
+      --requests-per-second 1000000 --request-burst 1000000 \\
+      --max-open-lobbies 100000 --max-open-lobbies-per-client 100000 \\
+      --max-connections-per-ip 0 --max-pending-connections-per-ip 0 \\
+      --max-pending-connections 100000 --max-connections 100000 \\
+      --max-tcp-connections 100000
+
+or give the same arguments to --spawn-server. See docs/performance.md, \"Load generator\".";
+
 #[derive(Parser)]
-#[command(name = "carcassonne-loadgen", version, about, long_about)]
+#[command(name = "carcassonne-loadgen", version, about, after_help = LIMITS_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,6 +31,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Play M 2-player games at once against a server for a while, and report.
+    #[command(after_help = LIMITS_HELP)]
     Run(RunArgs),
     /// Serve WebSocket echo (the baseline's server); prints `listening ADDRESS`.
     Echo {

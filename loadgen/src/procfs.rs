@@ -39,6 +39,13 @@ pub fn rss_bytes(pid: u32) -> io::Result<u64> {
     parse_vm_rss_bytes(&status).ok_or_else(|| unreadable("status"))
 }
 
+/// The machine's 1-minute load average, from `/proc/loadavg`: how busy the shared cores
+/// were, to judge how far a run's figures can be trusted.
+pub fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
 fn unreadable(file: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,

@@ -23,6 +23,10 @@ pub struct Report {
     pub errors: BTreeMap<String, u64>,
     pub error_total: u64,
     pub server_process: Option<ProcessReport>,
+    /// The load generator's own CPU over the window (it shares the machine's cores).
+    pub loadgen_cpu_core_share: Option<f64>,
+    /// The machine's 1-minute load average when the games started.
+    pub load_average_at_start: Option<f64>,
     pub baseline: Option<BaselineReport>,
 }
 
@@ -55,7 +59,7 @@ impl Report {
     pub fn table(&self) -> String {
         let mut out = String::new();
         let line = |out: &mut String, name: &str, value: String| {
-            let _ = writeln!(out, "{name:<34} {value}");
+            let _ = writeln!(out, "{name:<40} {value}");
         };
         line(&mut out, "server", self.server.clone());
         line(
@@ -101,6 +105,20 @@ impl Report {
         line(&mut out, "errors", errors(self.error_total, &self.errors));
         if let Some(process) = &self.server_process {
             process.rows(&mut out, line);
+        }
+        if let Some(share) = self.loadgen_cpu_core_share {
+            line(
+                &mut out,
+                "load generator CPU (share of one core)",
+                format!("{share:.2}"),
+            );
+        }
+        if let Some(load) = self.load_average_at_start {
+            line(
+                &mut out,
+                "load average at start (1 min)",
+                format!("{load:.2}"),
+            );
         }
         if let Some(baseline) = &self.baseline {
             baseline.rows(&mut out, line);

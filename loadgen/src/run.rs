@@ -65,15 +65,7 @@ pub async fn run(options: &RunOptions) -> Result<Report, String> {
 /// Opens the idle sockets, then plays the games for the duration while measuring.
 async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Result<Report, String> {
     let api = Api::new(server);
-    let rss_before = pid.and_then(|pid| procfs::rss_bytes(pid).ok());
-    let idle = match options.idle {
-        0 => None,
-        count => Some(idle::open(server, &api, count).await?),
-    };
-    if idle.is_some() {
-        tokio::time::sleep(SETTLE).await;
-    }
-    let rss_per_idle = per_idle_socket(pid, rss_before, options.idle);
+    let (idle, rss_per_idle) = open_idle(options, server, &api, pid).await?;
     let window = Window::after_warmup(options.warmup(), options.duration);
     let target = Target {
         server: server.to_owned(),
@@ -83,7 +75,11 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
     let slots: Vec<_> = (0..options.games as u64)
         .map(|slot| tokio::spawn(game::run_slot(target.clone(), slot, window)))
         .collect();
-    let cpu_seconds = cpu_over(pid, window).await;
+    let load_average = procfs::load_average();
+    let (cpu_seconds, own_cpu_seconds) = tokio::join!(
+        cpu_over(pid, window),
+        cpu_over(Some(std::process::id()), window)
+    );
     let rss_end = pid.and_then(|pid| procfs::rss_bytes(pid).ok());
     let mut stats = Stats::default();
     for slot in slots {
@@ -98,15 +94,30 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
     let mut report = build_report(options, server, window, &stats);
     report.server_process =
         process_report(pid, cpu_seconds, rss_end, rss_per_idle, &report, window);
+    report.loadgen_cpu_core_share = own_cpu_seconds.map(|seconds| seconds / window.seconds());
+    report.load_average_at_start = load_average;
     Ok(report)
+}
+
+/// Opens the idle sockets, if any, and measures the server's RSS before and after.
+async fn open_idle(
+    options: &RunOptions,
+    server: &str,
+    api: &Api,
+    pid: Option<u32>,
+) -> Result<(Option<idle::IdleSockets>, Option<f64>), String> {
+    if options.idle == 0 {
+        return Ok((None, None));
+    }
+    let rss_before = pid.and_then(|pid| procfs::rss_bytes(pid).ok());
+    let idle = idle::open(server, api, options.idle).await?;
+    tokio::time::sleep(SETTLE).await;
+    Ok((Some(idle), per_idle_socket(pid, rss_before, options.idle)))
 }
 
 /// The RSS the idle sockets added, in KiB per socket.
 fn per_idle_socket(pid: Option<u32>, before: Option<u64>, count: usize) -> Option<f64> {
     let after = procfs::rss_bytes(pid?).ok()?;
-    if count == 0 {
-        return None;
-    }
     Some((after as f64 - before? as f64) / 1024.0 / count as f64)
 }
 
@@ -136,6 +147,8 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         errors: stats.errors.clone(),
         error_total: stats.error_total(),
         server_process: None,
+        loadgen_cpu_core_share: None,
+        load_average_at_start: None,
         baseline: None,
     }
 }
