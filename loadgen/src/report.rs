@@ -49,6 +49,9 @@ pub struct BaselineReport {
     pub echo_round_trips_per_second: f64,
     pub echo_round_trip_ms: Summary,
     pub echo_cpu_core_share: Option<f64>,
+    /// The load generator's own CPU during the baseline: with many connections the
+    /// clients, not the echo server, may be what limits the round trips.
+    pub loadgen_cpu_core_share: Option<f64>,
     /// The game server's moves/s divided by the echo round trips/s.
     pub moves_share_of_echo: f64,
     pub errors: BTreeMap<String, u64>,
@@ -172,6 +175,9 @@ impl BaselineReport {
                 "echo server CPU (share of a core)",
                 format!("{share:.2}"),
             );
+        }
+        if let Some(share) = self.loadgen_cpu_core_share {
+            line(out, "load generator CPU during echo", format!("{share:.2}"));
         }
         line(
             out,

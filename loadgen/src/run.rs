@@ -180,7 +180,11 @@ async fn run_baseline(options: &RunOptions) -> Result<BaselineReport, String> {
     let window = Window::after_warmup(options.warmup(), options.duration);
     let address = echo_server.address.to_string();
     let clients = echo::ping_pong(&address, connections, &frame, window);
-    let (stats, cpu_seconds) = tokio::join!(clients, cpu_over(Some(echo_server.pid), window));
+    let (stats, cpu_seconds, own_cpu_seconds) = tokio::join!(
+        clients,
+        cpu_over(Some(echo_server.pid), window),
+        cpu_over(Some(std::process::id()), window)
+    );
     drop(echo_server);
     Ok(BaselineReport {
         connections,
@@ -188,6 +192,7 @@ async fn run_baseline(options: &RunOptions) -> Result<BaselineReport, String> {
         echo_round_trips_per_second: stats.acked as f64 / window.seconds(),
         echo_round_trip_ms: Summary::of(&stats.ack_latency_us, 0.001),
         echo_cpu_core_share: cpu_seconds.map(|seconds| seconds / window.seconds()),
+        loadgen_cpu_core_share: own_cpu_seconds.map(|seconds| seconds / window.seconds()),
         moves_share_of_echo: 0.0,
         errors: stats.errors.clone(),
     })
