@@ -61,9 +61,11 @@ pub async fn ping_pong(server: &str, connections: usize, frame: &str, window: Wi
 
 async fn client(server: String, frame: String, window: Window) -> Stats {
     let mut stats = Stats::default();
-    match socket::connect(&server, "/").await {
-        Ok(socket) => round_trips(socket, &frame, window, &mut stats).await,
-        Err(kind) => stats.error(format!("echo {kind}")),
+    let deadline = tokio::time::Instant::from_std(window.end);
+    match tokio::time::timeout_at(deadline, socket::connect(&server, "/")).await {
+        Ok(Ok(socket)) => round_trips(socket, &frame, window, &mut stats).await,
+        Ok(Err(kind)) => stats.error(format!("echo {kind}")),
+        Err(_elapsed) => stats.error("echo connect timed out"),
     }
     stats
 }

@@ -3,7 +3,6 @@
 use crate::stats::Summary;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -57,140 +56,115 @@ pub struct BaselineReport {
     pub errors: BTreeMap<String, u64>,
 }
 
+/// One line of the table: what, and its value.
+type Row = (&'static str, String);
+
 impl Report {
     /// A table for people, one measurement per line.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let line = |out: &mut String, name: &str, value: String| {
-            let _ = writeln!(out, "{name:<40} {value}");
-        };
-        line(&mut out, "server", self.server.clone());
-        line(
-            &mut out,
-            "games at once / idle sockets",
-            format!("{} / {}", self.games, self.idle_sockets),
-        );
-        line(
-            &mut out,
-            "duration / measured window",
-            format!(
-                "{:.1} s / {:.1} s",
-                self.duration_seconds, self.window_seconds
-            ),
-        );
-        line(
-            &mut out,
-            "moves acked (window)",
-            self.moves_acked.to_string(),
-        );
-        line(&mut out, "moves/s", format!("{:.0}", self.moves_per_second));
-        line(&mut out, "games finished", self.games_finished.to_string());
-        line(
-            &mut out,
-            "ack latency p50/p99/max",
-            milliseconds(&self.ack_latency_ms),
-        );
-        line(
-            &mut out,
-            "update bytes with legal_moves",
-            bytes(&self.update_bytes_with_legal_moves),
-        );
-        line(
-            &mut out,
-            "update bytes without legal_moves",
-            bytes(&self.update_bytes_without_legal_moves),
-        );
-        line(
-            &mut out,
-            "patch bytes median",
-            format!("{:.0}", self.patch_bytes_median),
-        );
-        line(&mut out, "errors", errors(self.error_total, &self.errors));
+        let mut rows = self.game_rows();
         if let Some(process) = &self.server_process {
-            process.rows(&mut out, line);
+            rows.extend(process.rows());
         }
         if let Some(share) = self.loadgen_cpu_core_share {
-            line(
-                &mut out,
+            rows.push((
                 "load generator CPU (share of one core)",
                 format!("{share:.2}"),
-            );
+            ));
         }
         if let Some(load) = self.load_average_at_start {
-            line(
-                &mut out,
-                "load average at start (1 min)",
-                format!("{load:.2}"),
-            );
+            rows.push(("load average at start (1 min)", format!("{load:.2}")));
         }
         if let Some(baseline) = &self.baseline {
-            baseline.rows(&mut out, line);
+            rows.extend(baseline.rows());
         }
-        out
+        rows.iter()
+            .map(|(name, value)| format!("{name:<40} {value}\n"))
+            .collect()
+    }
+
+    fn game_rows(&self) -> Vec<Row> {
+        let games = format!("{} / {}", self.games, self.idle_sockets);
+        let times = format!(
+            "{:.1} s / {:.1} s",
+            self.duration_seconds, self.window_seconds
+        );
+        vec![
+            ("server", self.server.clone()),
+            ("games at once / idle sockets", games),
+            ("duration / measured window", times),
+            ("moves acked (window)", self.moves_acked.to_string()),
+            ("moves/s", format!("{:.0}", self.moves_per_second)),
+            ("games finished", self.games_finished.to_string()),
+            (
+                "ack latency p50/p99/max",
+                milliseconds(&self.ack_latency_ms),
+            ),
+            (
+                "update bytes with legal_moves",
+                bytes(&self.update_bytes_with_legal_moves),
+            ),
+            (
+                "update bytes without legal_moves",
+                bytes(&self.update_bytes_without_legal_moves),
+            ),
+            (
+                "patch bytes median",
+                format!("{:.0}", self.patch_bytes_median),
+            ),
+            ("errors", errors(self.error_total, &self.errors)),
+        ]
     }
 }
 
-type Line = fn(&mut String, &str, String);
-
 impl ProcessReport {
-    fn rows(&self, out: &mut String, line: Line) {
-        line(
-            out,
-            "server CPU (share of one core)",
-            format!("{:.2}", self.cpu_core_share),
-        );
-        let per_move = self
-            .cpu_microseconds_per_move
-            .map_or("-".into(), |us| format!("{us:.0} µs"));
-        line(out, "server CPU per move", per_move);
-        line(
-            out,
-            "server RSS at end",
-            format!("{:.1} MiB", self.rss_mib_at_end),
-        );
+    fn rows(&self) -> Vec<Row> {
+        let per_move =
+            (self.cpu_microseconds_per_move).map_or("-".into(), |us| format!("{us:.0} µs"));
+        let mut rows = vec![
+            (
+                "server CPU (share of one core)",
+                format!("{:.2}", self.cpu_core_share),
+            ),
+            ("server CPU per move", per_move),
+            (
+                "server RSS at end",
+                format!("{:.1} MiB", self.rss_mib_at_end),
+            ),
+        ];
         if let Some(kib) = self.rss_kib_per_idle_socket {
-            line(out, "server RSS per idle socket", format!("{kib:.1} KiB"));
+            rows.push(("server RSS per idle socket", format!("{kib:.1} KiB")));
         }
+        rows
     }
 }
 
 impl BaselineReport {
-    fn rows(&self, out: &mut String, line: Line) {
-        line(
-            out,
-            "echo round trips/s",
-            format!(
-                "{:.0} ({} connections, {} B frames)",
-                self.echo_round_trips_per_second, self.connections, self.frame_bytes
+    fn rows(&self) -> Vec<Row> {
+        let trips = format!(
+            "{:.0} ({} connections, {} B frames)",
+            self.echo_round_trips_per_second, self.connections, self.frame_bytes
+        );
+        let mut rows = vec![
+            ("echo round trips/s", trips),
+            (
+                "echo round trip p50/p99/max",
+                milliseconds(&self.echo_round_trip_ms),
             ),
-        );
-        line(
-            out,
-            "echo round trip p50/p99/max",
-            milliseconds(&self.echo_round_trip_ms),
-        );
+        ];
         if let Some(share) = self.echo_cpu_core_share {
-            line(
-                out,
-                "echo server CPU (share of a core)",
-                format!("{share:.2}"),
-            );
+            rows.push(("echo server CPU (share of one core)", format!("{share:.2}")));
         }
         if let Some(share) = self.loadgen_cpu_core_share {
-            line(out, "load generator CPU during echo", format!("{share:.2}"));
+            rows.push(("load generator CPU during echo", format!("{share:.2}")));
         }
-        line(
-            out,
-            "moves/s as share of echo",
-            format!("{:.1} %", self.moves_share_of_echo * 100.0),
-        );
+        let share = format!("{:.1} %", self.moves_share_of_echo * 100.0);
+        rows.push(("moves/s as share of echo", share));
         if !self.errors.is_empty() {
-            line(
-                out,
-                "echo errors",
-                errors(self.errors.values().sum(), &self.errors),
-            );
+            let total = self.errors.values().sum();
+            rows.push(("echo errors", errors(total, &self.errors)));
         }
+        rows
     }
 }
 

@@ -37,6 +37,10 @@ impl RunOptions {
 /// read again.
 const SETTLE: Duration = Duration::from_millis(500);
 
+/// How long opening the idle sockets may take: a server that stops answering must not
+/// hold the run forever.
+const IDLE_OPENING_PATIENCE: Duration = Duration::from_secs(120);
+
 pub async fn run(options: &RunOptions) -> Result<Report, String> {
     let spawned = match &options.spawn_server {
         Some(command_line) => Some(process::spawn_server(command_line).await?),
@@ -110,7 +114,10 @@ async fn open_idle(
         return Ok((None, None));
     }
     let rss_before = pid.and_then(|pid| procfs::rss_bytes(pid).ok());
-    let idle = idle::open(server, api, options.idle).await?;
+    let opening = idle::open(server, api, options.idle);
+    let idle = tokio::time::timeout(IDLE_OPENING_PATIENCE, opening)
+        .await
+        .map_err(|_| "the idle sockets did not open within 2 minutes".to_owned())??;
     tokio::time::sleep(SETTLE).await;
     Ok((Some(idle), per_idle_socket(pid, rss_before, options.idle)))
 }
