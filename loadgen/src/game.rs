@@ -5,7 +5,7 @@ use crate::player::{self, Player};
 use crate::rest::Api;
 use crate::socket::Socket;
 use crate::stats::{Stats, Window};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every slot shares.
 #[derive(Clone)]
@@ -32,6 +32,7 @@ pub async fn run_slot(target: Target, slot: u64, window: Window) -> Stats {
                 tokio::time::sleep(RETRY_PAUSE.min(deadline - tokio::time::Instant::now())).await;
             }
             Ok(Ok(sockets)) => {
+                stats.all_started_at.get_or_insert_with(Instant::now);
                 let seed = target.seed ^ (slot << 32) ^ (game << 1);
                 stats.merge(&play_table(sockets, seed, window).await);
             }

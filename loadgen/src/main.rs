@@ -57,8 +57,9 @@ struct RunArgs {
     /// How long to play, warm-up included.
     #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
     duration: Duration,
-    /// Measured after this long (at most a quarter of the duration).
-    #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+    /// Measured after this long (at most a quarter of the duration); it should cover the
+    /// set-up of the first games, which the report gives ("all games started after").
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     warmup: Duration,
     /// Idle spectator sockets held open through the run.
     #[arg(long, default_value_t = 0)]

@@ -12,6 +12,9 @@ pub struct Report {
     pub duration_seconds: f64,
     /// The measured window: the duration less the warm-up.
     pub window_seconds: f64,
+    /// From the start until every game slot had its first game started; when longer
+    /// than the warm-up, the window includes part of the set-up.
+    pub setup_seconds: Option<f64>,
     pub moves_acked: u64,
     pub moves_per_second: f64,
     pub games_finished: u64,
@@ -85,6 +88,9 @@ impl Report {
 
     fn game_rows(&self) -> Vec<Row> {
         let games = format!("{} / {}", self.games, self.idle_sockets);
+        let setup = self
+            .setup_seconds
+            .map_or("-".into(), |s| format!("{s:.1} s"));
         let times = format!(
             "{:.1} s / {:.1} s",
             self.duration_seconds, self.window_seconds
@@ -93,6 +99,7 @@ impl Report {
             ("server", self.server.clone()),
             ("games at once / idle sockets", games),
             ("duration / measured window", times),
+            ("all games started after", setup),
             ("moves acked (window)", self.moves_acked.to_string()),
             ("moves/s", format!("{:.0}", self.moves_per_second)),
             ("games finished", self.games_finished.to_string()),

@@ -144,6 +144,9 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         idle_sockets: options.idle,
         duration_seconds: options.duration.as_secs_f64(),
         window_seconds: window.seconds(),
+        setup_seconds: stats
+            .all_started_at
+            .map(|started| (started - (window.end - options.duration)).as_secs_f64()),
         moves_acked: stats.acked,
         moves_per_second: stats.acked as f64 / window.seconds(),
         games_finished: stats.games_finished,

@@ -45,6 +45,9 @@ pub struct Stats {
     /// Commands acked inside the window.
     pub acked: u64,
     pub games_finished: u64,
+    /// When the last slot to get its first game going got it going: until then the
+    /// server is still busy setting games up, which the warm-up should cover.
+    pub all_started_at: Option<Instant>,
     /// Command sent to its ack received, in microseconds.
     pub ack_latency_us: Histogram<u64>,
     pub update_bytes_with_moves: Histogram<u64>,
@@ -59,6 +62,7 @@ impl Default for Stats {
         Stats {
             acked: 0,
             games_finished: 0,
+            all_started_at: None,
             ack_latency_us: histogram(),
             update_bytes_with_moves: histogram(),
             update_bytes_without_moves: histogram(),
@@ -81,6 +85,7 @@ impl Stats {
     pub fn merge(&mut self, other: &Stats) {
         self.acked += other.acked;
         self.games_finished += other.games_finished;
+        self.all_started_at = self.all_started_at.max(other.all_started_at);
         let pairs = [
             (&mut self.ack_latency_us, &other.ack_latency_us),
             (
@@ -182,6 +187,23 @@ mod tests {
         assert_eq!(total.patch_bytes.len(), 2);
         assert_eq!(total.errors["rejected:stale_seq"], 2);
         assert_eq!(total.error_total(), 2);
+    }
+
+    #[test]
+    fn merging_keeps_the_latest_first_start() {
+        let early = Instant::now();
+        let late = early + Duration::from_millis(5);
+        let mut total = Stats {
+            all_started_at: Some(late),
+            ..Stats::default()
+        };
+        for other in [Some(early), None] {
+            total.merge(&Stats {
+                all_started_at: other,
+                ..Stats::default()
+            });
+        }
+        assert_eq!(total.all_started_at, Some(late));
     }
 
     #[test]
