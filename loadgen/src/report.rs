@@ -88,9 +88,12 @@ impl Report {
 
     fn game_rows(&self) -> Vec<Row> {
         let games = format!("{} / {}", self.games, self.idle_sockets);
-        let setup = self
-            .setup_seconds
-            .map_or("-".into(), |s| format!("{s:.1} s"));
+        let warmup = self.duration_seconds - self.window_seconds;
+        let setup = match self.setup_seconds {
+            None => "-".to_owned(),
+            Some(s) if s > warmup => format!("{s:.1} s (after the warm-up: raise --warmup)"),
+            Some(s) => format!("{s:.1} s"),
+        };
         let times = format!(
             "{:.1} s / {:.1} s",
             self.duration_seconds, self.window_seconds
