@@ -1,0 +1,121 @@
+//! The `carcassonne-loadgen` command line: `run` a load against a server, or serve the
+//! baseline's WebSocket `echo`.
+
+use carcassonne_loadgen::run::{RunOptions, run};
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Shown after `--help`: a load run from one machine trips the server's per-IP limits.
+const LIMITS_HELP: &str = "\
+The server's limits are per client IP and all of the load comes from one, so a load run
+needs them lifted. Start the server for example with
+
+  carcassonne-server serve --database URL \\
+      --messages-per-second 1000000 --message-burst 1000000 \\
+      --requests-per-second 1000000 --request-burst 1000000 \\
+      --max-open-lobbies 100000 --max-open-lobbies-per-client 100000 \\
+      --max-connections-per-ip 0 --max-pending-connections-per-ip 0 \\
+      --max-pending-connections 100000 --max-connections 100000 \\
+      --max-tcp-connections 100000
+
+or give the same arguments to --spawn-server. See docs/performance.md, \"Load generator\".";
+
+#[derive(Parser)]
+#[command(name = "carcassonne-loadgen", version, about, after_help = LIMITS_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Play M 2-player games at once against a server for a while, and report.
+    #[command(after_help = LIMITS_HELP)]
+    Run(RunArgs),
+    /// Serve WebSocket echo (the baseline's server); prints `listening ADDRESS`.
+    Echo {
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The server's address, HOST:PORT.
+    #[arg(long, required_unless_present = "spawn_server")]
+    server: Option<String>,
+    /// Start the server as "BINARY ARGS..." (with `--listen 127.0.0.1:0` added) and measure it.
+    #[arg(long, conflicts_with_all = ["server", "server_pid"])]
+    spawn_server: Option<String>,
+    /// The server's process id, to read its CPU and memory from /proc.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Games played at once (each ended game is replaced by a new one).
+    #[arg(long, default_value_t = 1)]
+    games: usize,
+    /// How long to play, warm-up included.
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Measured after this long (at most a quarter of the duration); it should cover the
+    /// set-up of the first games, which the report gives ("all games started after").
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    warmup: Duration,
+    /// Idle spectator sockets held open through the run.
+    #[arg(long, default_value_t = 0)]
+    idle: usize,
+    /// First measure a bare WebSocket echo server with the same connections.
+    #[arg(long)]
+    baseline: bool,
+    /// Seed of the move choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+impl RunArgs {
+    fn options(&self) -> RunOptions {
+        RunOptions {
+            server: self.server.clone(),
+            spawn_server: self.spawn_server.clone(),
+            server_pid: self.server_pid,
+            games: self.games,
+            duration: self.duration,
+            warmup: self.warmup,
+            idle: self.idle,
+            baseline: self.baseline,
+            seed: self.seed,
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Echo { listen } => match carcassonne_loadgen::echo::serve(&listen).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => fail(&error.to_string()),
+        },
+        Command::Run(args) => match run(&args.options()).await {
+            Ok(report) if args.json => {
+                println!(
+                    "{}",
+                    serde_json::to_string(&report).expect("a report serializes")
+                );
+                ExitCode::SUCCESS
+            }
+            Ok(report) => {
+                print!("{}", report.table());
+                ExitCode::SUCCESS
+            }
+            Err(error) => fail(&error),
+        },
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("carcassonne-loadgen: {message}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,190 @@
+//! One seat of one game: a WebSocket client that answers every set of legal moves it is
+//! sent with a move at once, and measures what it sees.
+
+use crate::protocol::{self, FrameKind, MovePicker, ServerFrame};
+use crate::socket::{self, Socket};
+use crate::stats::{self, Stats, Window};
+use futures_util::{SinkExt, StreamExt};
+use std::time::Instant;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Connects to game `lobby`, says hello with `token` (none: a spectator) and waits for
+/// the welcome.
+pub async fn join(server: &str, lobby: &str, token: Option<&str>) -> Result<Socket, String> {
+    let mut socket = socket::connect(server, &format!("/ws/games/{lobby}")).await?;
+    send(&mut socket, protocol::hello_text(token)).await?;
+    while let Some(message) = socket.next().await {
+        let Ok(Message::Text(text)) = message else {
+            continue;
+        };
+        let frame = protocol::parse_frame(&text).map_err(|_| "unparsable frame".to_owned())?;
+        match frame.kind.as_ref() {
+            "welcome" => return Ok(socket),
+            "error" => return Err(format!("hello: {}", frame.error_code())),
+            _ => {}
+        }
+    }
+    Err("closed before welcome".to_owned())
+}
+
+async fn send(socket: &mut Socket, text: String) -> Result<(), String> {
+    socket
+        .send(Message::Text(text.into()))
+        .await
+        .map_err(|_| "ws send".to_owned())
+}
+
+/// A playing seat: its socket, its move picker and the command it waits on.
+pub struct Player {
+    socket: Socket,
+    picker: MovePicker,
+    commands_sent: u64,
+    /// The id of the command in flight and when it was sent.
+    pending: Option<(String, Instant)>,
+    window: Window,
+    stats: Stats,
+}
+
+/// How a seat's play ended.
+enum Ending {
+    GameOver,
+    Deadline,
+    Failed,
+}
+
+impl Player {
+    pub fn new(socket: Socket, seed: u64, window: Window) -> Player {
+        Player {
+            socket,
+            picker: MovePicker::new(seed),
+            commands_sent: 0,
+            pending: None,
+            window,
+            stats: Stats::default(),
+        }
+    }
+
+    /// Plays until the server closes the finished game or the window ends; returns what
+    /// was measured (with `games_finished` 1 when the game was played to its end).
+    pub async fn play(mut self) -> Stats {
+        let ending = self.play_until_the_end().await;
+        if matches!(ending, Ending::GameOver) {
+            self.stats.games_finished = 1;
+        }
+        if matches!(ending, Ending::Deadline) {
+            // A game cut off by the end of the run: say goodbye rather than vanish.
+            let _ = self.socket.close(None).await;
+        }
+        self.stats
+    }
+
+    async fn play_until_the_end(&mut self) -> Ending {
+        let deadline = tokio::time::Instant::from_std(self.window.end);
+        loop {
+            let message = tokio::select! {
+                message = self.socket.next() => message,
+                () = tokio::time::sleep_until(deadline) => return Ending::Deadline,
+            };
+            match message {
+                Some(Ok(Message::Text(text))) => {
+                    if let Err(kind) = self.absorb(&text).await {
+                        self.stats.error(kind);
+                        return Ending::Failed;
+                    }
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    return self.closed(frame.map(|f| f.code.into()));
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return self.closed(None),
+            }
+        }
+    }
+
+    /// The server closed the connection: the normal end of a game with 1000, else an error.
+    fn closed(&mut self, code: Option<u16>) -> Ending {
+        match code {
+            Some(protocol::GAME_ENDED_CLOSE_CODE) => Ending::GameOver,
+            Some(code) => {
+                self.stats.error(format!("close {code}"));
+                Ending::Failed
+            }
+            None => {
+                self.stats.error("dropped without close");
+                Ending::Failed
+            }
+        }
+    }
+
+    /// Handles one text frame: measures it, and answers legal moves with a command.
+    async fn absorb(&mut self, text: &str) -> Result<(), String> {
+        let received = Instant::now();
+        let frame = protocol::parse_frame(text).map_err(|_| "unparsable frame".to_owned())?;
+        match frame.classify() {
+            FrameKind::Update => {
+                self.measure_update(&frame, text.len(), received);
+                self.answer(&frame).await
+            }
+            FrameKind::TurnInfo => self.answer(&frame).await,
+            FrameKind::Ack => {
+                self.acked(frame.id.as_deref(), received);
+                Ok(())
+            }
+            FrameKind::Rejected => self.rejected(frame.error_code()).await,
+            FrameKind::Error => Err(format!("error {}", frame.error_code())),
+            FrameKind::Other => Ok(()),
+        }
+    }
+
+    fn measure_update(&mut self, frame: &ServerFrame<'_>, size: usize, received: Instant) {
+        if !self.window.contains(received) {
+            return;
+        }
+        let sizes = if frame.legal_moves.is_some() {
+            &mut self.stats.update_bytes_with_moves
+        } else {
+            &mut self.stats.update_bytes_without_moves
+        };
+        stats::record(sizes, size as u64);
+        if let Some(patch) = frame.compact_patch_length() {
+            stats::record(&mut self.stats.patch_bytes, patch as u64);
+        }
+    }
+
+    /// Sends a random legal move at the frame's `seq`, if the frame has legal moves.
+    async fn answer(&mut self, frame: &ServerFrame<'_>) -> Result<(), String> {
+        let (Some(moves), Some(seq)) = (frame.legal_moves.as_deref(), frame.seq) else {
+            return Ok(());
+        };
+        let Some(chosen) = self.picker.pick(moves) else {
+            return Err("no legal moves".to_owned());
+        };
+        self.commands_sent += 1;
+        let id = format!("c{}", self.commands_sent);
+        let command = protocol::command_text(&id, seq, chosen);
+        self.pending = Some((id, Instant::now()));
+        send(&mut self.socket, command).await
+    }
+
+    fn acked(&mut self, id: Option<&str>, received: Instant) {
+        let Some((pending, sent)) = self.pending.take() else {
+            self.stats.error("ack without command");
+            return;
+        };
+        if id != Some(pending.as_str()) {
+            self.stats.error("ack of another id");
+        }
+        if self.window.contains(received) {
+            self.stats.acked += 1;
+            let micros = (received - sent).as_micros() as u64;
+            stats::record(&mut self.stats.ack_latency_us, micros);
+        }
+    }
+
+    /// Counts the rejection and asks for a fresh snapshot, whose legal moves go on.
+    async fn rejected(&mut self, code: &str) -> Result<(), String> {
+        self.pending = None;
+        self.stats.error(format!("rejected {code}"));
+        send(&mut self.socket, protocol::resync_text()).await
+    }
+}

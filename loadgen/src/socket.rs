@@ -1,0 +1,33 @@
+//! WebSocket connections with Nagle's algorithm off: a command is one small frame that
+//! must leave at once, not wait for the previous one's acknowledgement.
+
+use tokio::net::TcpStream;
+use tokio_tungstenite::WebSocketStream;
+
+pub type Socket = WebSocketStream<TcpStream>;
+
+/// Opens `ws://{server}{path}` over a TCP connection with `TCP_NODELAY` set.
+pub async fn connect(server: &str, path: &str) -> Result<Socket, String> {
+    let stream = TcpStream::connect(server)
+        .await
+        .map_err(|_| "ws connect".to_owned())?;
+    stream
+        .set_nodelay(true)
+        .map_err(|_| "ws connect".to_owned())?;
+    let url = format!("ws://{server}{path}");
+    let (socket, _) = tokio_tungstenite::client_async(url, stream)
+        .await
+        .map_err(|error| format!("ws handshake: {}", short_error(&error)))?;
+    Ok(socket)
+}
+
+/// The first words of an error, enough to tell kinds apart in the report (an HTTP 503
+/// refusal from a full server, a reset connection) without one kind per message.
+fn short_error(error: &tokio_tungstenite::tungstenite::Error) -> String {
+    use tokio_tungstenite::tungstenite::Error;
+    match error {
+        Error::Http(response) => format!("http {}", response.status().as_u16()),
+        Error::Io(io) => format!("{:?}", io.kind()),
+        other => other.to_string().chars().take(40).collect(),
+    }
+}

@@ -1,0 +1,87 @@
+//! The load generator against the real server binary with a temporary SQLite database:
+//! a short run must get moves acked, with no error of any kind, and report as JSON.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Where cargo put the server binary: next to this test's `deps` folder (a release test
+/// finds the release build), unless `CARCASSONNE_SERVER_BIN` says otherwise.
+fn server_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("CARCASSONNE_SERVER_BIN") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let binary = profile_dir.join("carcassonne-server");
+    assert!(
+        binary.exists(),
+        "{} is missing: build it with `cargo build --release -p carcassonne-server` \
+         (or run `cargo test --workspace --release`, which builds it)",
+        binary.display()
+    );
+    binary
+}
+
+/// The server flags that lift its per-IP limits, as docs/performance.md gives them.
+const LIFTED_LIMITS: &str = "--messages-per-second 1000000 --message-burst 1000000 \
+    --requests-per-second 1000000 --request-burst 1000000 \
+    --max-open-lobbies-per-client 100000 --max-connections-per-ip 0 \
+    --max-pending-connections-per-ip 0";
+
+#[test]
+fn a_short_run_acks_moves_without_errors() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let database = directory.path().join("load.db");
+    let server = format!(
+        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
+        server_binary().display(),
+        database.display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
+        .args([
+            "run",
+            "--spawn-server",
+            &server,
+            "--games",
+            "2",
+            "--duration",
+            "3s",
+        ])
+        .args(["--idle", "5", "--baseline", "--json"])
+        .output()
+        .expect("the load generator runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the load generator failed: {stderr}"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    assert!(report["moves_acked"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["error_total"], 0, "{report}");
+    assert!(
+        report["ack_latency_ms"]["p50"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    assert!(
+        report["update_bytes_with_legal_moves"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(report["server_process"]["cpu_core_share"].as_f64().unwrap() > 0.0);
+    assert!(
+        report["baseline"]["echo_round_trips_per_second"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(
+        report["baseline"]["errors"],
+        serde_json::json!({}),
+        "{report}"
+    );
+}
