@@ -153,7 +153,7 @@ impl Player {
 
     /// Sends a random legal move at the frame's `seq`, if the frame has legal moves.
     async fn answer(&mut self, frame: &ServerFrame<'_>) -> Result<(), String> {
-        let (Some(moves), Some(seq)) = (frame.legal_moves.as_deref(), frame.seq) else {
+        let (Some(moves), Some(seq)) = (frame.legal_moves.as_ref(), frame.seq) else {
             return Ok(());
         };
         let Some(chosen) = self.picker.pick(moves) else {
@@ -161,7 +161,7 @@ impl Player {
         };
         self.commands_sent += 1;
         let id = format!("c{}", self.commands_sent);
-        let command = protocol::command_text(&id, seq, chosen);
+        let command = protocol::command_text(&id, seq, &chosen);
         self.pending = Some((id, Instant::now()));
         send(&mut self.socket, command).await
     }

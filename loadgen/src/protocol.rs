@@ -3,15 +3,16 @@
 //! change should touch only this module.
 //!
 //! A client here needs only a frame's `type`, `seq`, `legal_moves`, and the `id` that ties
-//! an `ack` or `rejected` to its command. Frames are parsed into borrowed structs: legal
-//! moves stay raw JSON slices of the received text and are sent back verbatim, so no
-//! `Value` tree is ever built (the load generator shares its cores with the server).
+//! an `ack` or `rejected` to its command. Frames are parsed into borrowed structs (spot
+//! labels and figure names stay slices of the received text), so no `Value` tree is ever
+//! built: the load generator shares its cores with the server.
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// The close code with which the server ends every connection of a game that is over.
 pub const GAME_ENDED_CLOSE_CODE: u16 = 1000;
@@ -27,11 +28,84 @@ pub struct ServerFrame<'a> {
     #[serde(default, borrow)]
     pub id: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    pub legal_moves: Option<Vec<&'a RawValue>>,
+    pub legal_moves: Option<LegalMoves<'a>>,
     #[serde(default, borrow)]
     pub patch: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub error: Option<ErrorBody<'a>>,
+}
+
+/// The grouped legal moves of `docs/protocol.md` ("Legal moves"); absent fields are empty.
+#[derive(Debug, Default, Deserialize)]
+pub struct LegalMoves<'a> {
+    #[serde(default)]
+    pub place_tile: Vec<(i32, i32, Vec<u16>)>,
+    #[serde(default)]
+    pub pass: bool,
+    #[serde(default, borrow)]
+    pub place_figure: BTreeMap<&'a str, Vec<&'a str>>,
+    #[serde(default)]
+    pub recall_abbot: bool,
+    #[serde(default, borrow)]
+    pub festival_return: Vec<(i32, i32, &'a str)>,
+}
+
+impl LegalMoves<'_> {
+    /// How many flat moves the groups stand for.
+    pub fn count(&self) -> usize {
+        let placements: usize = self.place_tile.iter().map(|cell| cell.2.len()).sum();
+        let figures: usize = self.place_figure.values().map(Vec::len).sum();
+        placements
+            + usize::from(self.pass)
+            + figures
+            + usize::from(self.recall_abbot)
+            + self.festival_return.len()
+    }
+
+    /// The `index`-th flat move, as the JSON a command sends, in the protocol's order:
+    /// placements, pass, figures, abbot recall, festival returns.
+    pub fn move_json(&self, mut index: usize) -> Option<String> {
+        for (x, y, rotations) in &self.place_tile {
+            match rotations.get(index) {
+                Some(rotation) => {
+                    return Some(format!(
+                        r#"{{"type":"place_tile","x":{x},"y":{y},"rotation":{rotation}}}"#
+                    ));
+                }
+                None => index -= rotations.len(),
+            }
+        }
+        if self.pass {
+            if index == 0 {
+                return Some(r#"{"type":"pass"}"#.to_owned());
+            }
+            index -= 1;
+        }
+        self.action_json(index)
+    }
+
+    fn action_json(&self, mut index: usize) -> Option<String> {
+        for (figure, spots) in &self.place_figure {
+            match spots.get(index) {
+                Some(spot) => {
+                    return Some(format!(
+                        r#"{{"type":"place_figure","figure":"{figure}","spot":"{spot}"}}"#
+                    ));
+                }
+                None => index -= spots.len(),
+            }
+        }
+        if self.recall_abbot {
+            if index == 0 {
+                return Some(r#"{"type":"recall_abbot"}"#.to_owned());
+            }
+            index -= 1;
+        }
+        let (x, y, spot) = self.festival_return.get(index)?;
+        Some(format!(
+            r#"{{"type":"festival_return","x":{x},"y":{y},"spot":"{spot}"}}"#
+        ))
+    }
 }
 
 /// The `error` of a `rejected` or `error` frame: only its stable code is kept.
@@ -97,21 +171,19 @@ pub fn resync_text() -> String {
     r#"{"type":"resync","last_seq":null}"#.to_owned()
 }
 
-/// A command that plays `chosen` (a legal move exactly as the server sent it) at `seq`.
-pub fn command_text(id: &str, seq: u64, chosen: &RawValue) -> String {
+/// A command that plays `chosen` (the JSON of a flat move) at `seq`.
+pub fn command_text(id: &str, seq: u64, chosen: &str) -> String {
     // The id is ours (letters and digits), so it needs no escaping.
-    format!(
-        r#"{{"type":"command","id":"{id}","seq":{seq},"move":{}}}"#,
-        chosen.get()
-    )
+    format!(r#"{{"type":"command","id":"{id}","seq":{seq},"move":{chosen}}}"#)
 }
 
 /// A command of a typical size, for the echo baseline's frames.
 pub fn sample_command_text() -> String {
-    let sample =
-        RawValue::from_string(r#"{"type":"place_tile","x":-3,"y":2,"rotation":270}"#.into())
-            .expect("a JSON move");
-    command_text("c123", 87, &sample)
+    command_text(
+        "c123",
+        87,
+        r#"{"type":"place_tile","x":-3,"y":2,"rotation":270}"#,
+    )
 }
 
 /// Picks moves uniformly at random from a seeded generator, so that a run can be repeated.
@@ -126,12 +198,13 @@ impl MovePicker {
         }
     }
 
-    /// One of `moves`, or `None` when there are none.
-    pub fn pick<'a>(&mut self, moves: &[&'a RawValue]) -> Option<&'a RawValue> {
-        if moves.is_empty() {
+    /// One of the legal moves, as the JSON a command sends, or `None` when there are none.
+    pub fn pick(&mut self, moves: &LegalMoves<'_>) -> Option<String> {
+        let count = moves.count();
+        if count == 0 {
             return None;
         }
-        Some(moves[self.rng.random_range(0..moves.len())])
+        moves.move_json(self.rng.random_range(0..count))
     }
 }
 
@@ -165,7 +238,10 @@ mod tests {
 
     const MOVER_UPDATE: &str = r#"{"type":"update","seq":14,"events":[{"type":"passed","player":0}],
         "patch":[{"op":"replace","path":"/game/tiles_left","value":68}],
-        "legal_moves":[{"type":"place_tile","x":1,"y":0,"rotation":0},{"type":"place_tile","x":0,"y":1,"rotation":90}]}"#;
+        "legal_moves":{"place_tile":[[1,0,[0]],[0,1,[90,180]]]}}"#;
+
+    const ACTION_MOVES: &str = r#"{"pass":true,"place_figure":{"abbot":["m"],"follower":["c1","f2"]},
+        "recall_abbot":true,"festival_return":[[2,-1,"r1"]]}"#;
 
     #[test]
     fn an_update_gives_its_seq_moves_and_patch_without_copying_them() {
@@ -173,10 +249,16 @@ mod tests {
         assert_eq!(frame.classify(), FrameKind::Update);
         assert_eq!(frame.seq, Some(14));
         let moves = frame.legal_moves.as_ref().unwrap();
+        assert_eq!(moves.count(), 3);
         assert_eq!(
-            moves[1].get(),
+            moves.move_json(1).unwrap(),
             r#"{"type":"place_tile","x":0,"y":1,"rotation":90}"#
         );
+        assert_eq!(
+            moves.move_json(2).unwrap(),
+            r#"{"type":"place_tile","x":0,"y":1,"rotation":180}"#
+        );
+        assert_eq!(moves.move_json(3), None);
         let patch = r#"[{"op":"replace","path":"/game/tiles_left","value":68}]"#;
         assert_eq!(frame.compact_patch_length(), Some(patch.len()));
     }
@@ -195,11 +277,25 @@ mod tests {
     }
 
     #[test]
+    fn every_grouped_action_expands_to_its_flat_move_in_order() {
+        let moves: LegalMoves<'_> = serde_json::from_str(ACTION_MOVES).unwrap();
+        let flat: Vec<serde_json::Value> = (0..moves.count())
+            .map(|index| serde_json::from_str(&moves.move_json(index).unwrap()).unwrap())
+            .collect();
+        let types: Vec<&str> = flat.iter().map(|mv| mv["type"].as_str().unwrap()).collect();
+        let expected = ["pass", "place_figure", "place_figure", "place_figure"];
+        assert_eq!(types[..4], expected);
+        assert_eq!(types[4..], ["recall_abbot", "festival_return"]);
+        assert_eq!(flat[1]["figure"], "abbot");
+        assert_eq!(flat[5]["spot"], "r1");
+    }
+
+    #[test]
     fn a_command_is_valid_json_with_the_move_verbatim() {
         let frame = parse_frame(MOVER_UPDATE).unwrap();
-        let chosen = frame.legal_moves.as_ref().unwrap()[0];
+        let chosen = frame.legal_moves.as_ref().unwrap().move_json(0).unwrap();
         let command: serde_json::Value =
-            serde_json::from_str(&command_text("c1", 14, chosen)).unwrap();
+            serde_json::from_str(&command_text("c1", 14, &chosen)).unwrap();
         assert_eq!(command["seq"], 14);
         assert_eq!(command["move"]["type"], "place_tile");
         assert_eq!(command["id"], "c1");
@@ -212,13 +308,13 @@ mod tests {
         let picks = |seed| {
             let mut picker = MovePicker::new(seed);
             (0..64)
-                .map(|_| picker.pick(&moves).unwrap().get().to_owned())
+                .map(|_| picker.pick(&moves).unwrap())
                 .collect::<Vec<_>>()
         };
         assert_eq!(picks(3), picks(3));
         let chosen = picks(3);
-        assert!(moves.iter().all(|mv| chosen.contains(&mv.get().to_owned())));
-        assert!(MovePicker::new(1).pick(&[]).is_none());
+        assert!((0..3).all(|index| chosen.contains(&moves.move_json(index).unwrap())));
+        assert!(MovePicker::new(1).pick(&LegalMoves::default()).is_none());
     }
 
     #[test]

@@ -83,7 +83,10 @@ impl SqlStore {
             .execute(&mut *tx)
             .await?;
             if updated.rows_affected() != 1 {
-                return Err(StoreError::Conflict(format!("game {game} refused seq {}", mv.seq)));
+                return Err(StoreError::Conflict(format!(
+                    "game {game} refused seq {}",
+                    mv.seq
+                )));
             }
             insert_move(&mut tx, game, mv).await?;
         }
