@@ -68,14 +68,18 @@ async fn play_until_over(client: &mut WsClient, tag: &str) -> Vec<Value> {
         }
         let mv = client.legal_moves.clone().unwrap()[0].clone();
         commands += 1;
+        let decided_at = client.seq;
         let reply = client.command(&format!("{tag}-{commands}"), mv).await;
         match reply["type"].as_str() {
             Some("ack") => client.catch_up_to(reply["seq"].as_u64().unwrap()).await,
             // The clock beat the player to it (the stand-in's update comes next), or an
-            // update the client has not read yet came first (the seat next to it was
-            // abandoned): read on, as any client would, and decide again.
+            // update came first (the seat next to it was abandoned): decide again on
+            // that update if it arrived with the reply, else read on for it, as any
+            // client would.
             _ if is_overtaken(&reply) => {
-                client.next().await;
+                if client.seq == decided_at {
+                    client.next().await;
+                }
             }
             _ => panic!("a legal move on one's turn is accepted: {reply}"),
         }

@@ -118,7 +118,9 @@ async fn every_expansion_with_six_players_on_both_databases() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patches_rebuild_exactly_what_a_fresh_snapshot_shows_at_every_step() {
     let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
+    // The spectator asks for a snapshot after every step, faster than the default
+    // message rate allows; rate limits are not what this test is about.
+    let server = TestServer::start_without_rate_limit(&database.url()).await;
     let rules = json!({ "expansions": ["abbot", "festival"], "tile_limit": 30 });
     let mut table = Table::start(&server, 3, rules, 11).await;
     let mut steps = 0;
