@@ -11,6 +11,12 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// mimalloc instead of the system allocator: a move allocates many small, short-lived
+/// buffers across the runtime's threads, and glibc's allocator spent about a third of the
+/// server's CPU under load on them (`docs/performance.md`, "Throughput").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::str::FromStr;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;

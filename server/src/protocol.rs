@@ -3,11 +3,12 @@
 
 use crate::api::schemas::{EventSchema, PatchOperation};
 use crate::error::{AppError, ErrorBody};
-use crate::rooms::patch;
 use crate::rooms::view::PublicState;
 use crate::rooms::wire::{LegalMoves, WireMove};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::sync::Arc;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -117,11 +118,12 @@ pub enum ServerMessage {
     /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
     Update {
         seq: u64,
+        /// Serialized once for every copy of the update (`Arc`: each copy shares it).
         #[schema(value_type = Vec<EventSchema>)]
-        events: Vec<Value>,
+        events: Arc<RawValue>,
         /// An RFC 6902 JSON Patch from the state at `seq - 1`.
         #[schema(value_type = Vec<PatchOperation>)]
-        patch: Vec<patch::Operation>,
+        patch: Arc<RawValue>,
         #[serde(skip_serializing_if = "Option::is_none")]
         legal_moves: Option<LegalMoves>,
         /// Milliseconds left in the turn in progress when this message was made, when

@@ -49,7 +49,7 @@ type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 /// read and kept for the life of the connection: most of an idle connection's memory and
 /// a few percent of the CPU under load. Commands are a few hundred bytes; the buffer still
 /// grows for a larger message, up to `--max-message-bytes`.
-const READ_BUFFER_BYTES: usize = 4 * 1024;
+const READ_BUFFER_BYTES: usize = 2 * 1024;
 
 pub async fn upgrade(
     State(state): State<AppState>,

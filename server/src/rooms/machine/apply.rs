@@ -214,6 +214,8 @@ impl RoomMachine {
         self.view = view;
         let mover = self.mover();
         let turn_ms_left = self.turn_ms_left(now);
+        // Serialized once, for the mover's copy and everyone else's.
+        let (events, patch) = (raw_json(&events), raw_json(&patch));
         let update = |legal| ServerMessage::Update {
             seq,
             events: events.clone(),
@@ -241,4 +243,10 @@ impl RoomMachine {
         }
         outgoing
     }
+}
+
+/// `value` as JSON text, shared by every message that carries it.
+fn raw_json<T: serde::Serialize>(value: &T) -> Arc<serde_json::value::RawValue> {
+    let text = serde_json::to_string(value).expect("updates serialize");
+    Arc::from(serde_json::value::RawValue::from_string(text).expect("serde_json writes JSON"))
 }
