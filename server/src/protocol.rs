@@ -118,7 +118,7 @@ pub enum ServerMessage {
     /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
     Update {
         seq: u64,
-        /// Serialized once for every copy of the update (`Arc`: each copy shares it).
+        // Serialized once and shared by every copy of the update.
         #[schema(value_type = Vec<EventSchema>)]
         events: Arc<RawValue>,
         /// An RFC 6902 JSON Patch from the state at `seq - 1`.
