@@ -1,30 +1,9 @@
 //! The load generator against the real server binary with a temporary SQLite database:
 //! a short run must get moves acked, with no error of any kind, and report as JSON.
 
+use carcassonne_tests::server::server_binary;
 use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Command;
-
-/// Where cargo put the server binary: next to this test's `deps` folder (a release test
-/// finds the release build), unless `CARCASSONNE_SERVER_BIN` says otherwise.
-fn server_binary() -> PathBuf {
-    if let Ok(path) = std::env::var("CARCASSONNE_SERVER_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target/<profile>/deps");
-    let binary = profile_dir.join("carcassonne-server");
-    assert!(
-        binary.exists(),
-        "{} is missing: build it with `cargo build --release -p carcassonne-server` \
-         (or run `cargo test --workspace --release`, which builds it)",
-        binary.display()
-    );
-    binary
-}
 
 /// The server flags that lift its per-IP limits, as docs/performance.md gives them.
 const LIFTED_LIMITS: &str = "--messages-per-second 1000000 --message-burst 1000000 \

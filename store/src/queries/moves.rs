@@ -17,21 +17,8 @@ impl SqlStore {
     /// insert, and the rollback undoes the update.
     pub(crate) async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        let updated = sqlx::query(
-            "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
-        )
-        .bind(fit::<u64, i64>(mv.seq, "seq")?)
-        .bind(game)
-        .execute(&mut *tx)
-        .await?;
-        ensure_lobby_updated(
-            &mut tx,
-            updated.rows_affected(),
-            game,
-            &[LobbyStatus::Playing],
-            mv.seq,
-        )
-        .await?;
+        let updated = advance_playing_game(&mut tx, game, mv.seq).await?;
+        ensure_lobby_updated(&mut tx, updated, game, &[LobbyStatus::Playing], mv.seq).await?;
         insert_move(&mut tx, game, mv).await?;
         tx.commit().await?;
         Ok(())
@@ -75,14 +62,7 @@ impl SqlStore {
     ) -> Result<Vec<bool>, StoreError> {
         let mut tx = self.begin_write().await?;
         for &(game, mv) in moves {
-            let updated = sqlx::query(
-                "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
-            )
-            .bind(fit::<u64, i64>(mv.seq, "seq")?)
-            .bind(game)
-            .execute(&mut *tx)
-            .await?;
-            if updated.rows_affected() != 1 {
+            if advance_playing_game(&mut tx, game, mv.seq).await? != 1 {
                 return Err(StoreError::Conflict(format!(
                     "game {game} refused seq {}",
                     mv.seq
@@ -199,6 +179,18 @@ impl SqlStore {
             })
             .collect()
     }
+}
+
+/// Sets a playing game's `seq` to `seq` if it is newer; how many rows that changed.
+async fn advance_playing_game(tx: &mut Tx, game: Uuid, seq: u64) -> Result<u64, StoreError> {
+    let updated = sqlx::query(
+        "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
+    )
+    .bind(fit::<u64, i64>(seq, "seq")?)
+    .bind(game)
+    .execute(&mut **tx)
+    .await?;
+    Ok(updated.rows_affected())
 }
 
 async fn insert_move(tx: &mut Tx, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
