@@ -7,8 +7,9 @@
 //! whole; scores, supplies and clocks change item by item; the rest is replaced when it
 //! differs. Whatever does not change the expected way (the seats renumbered at the start)
 //! is replaced whole, which is always right, only longer. Only the parts that changed are
-//! serialized. The tests check, against the general JSON diff, that applying the patch
-//! always gives exactly the new state, on thousands of random games.
+//! serialized. The tests check on a thousand random games that applying the patch always
+//! gives exactly the new state, and, against the general JSON diff, that the patch only
+//! touches what changed.
 
 use crate::rooms::view::{ClockView, GameView, PublicState, TurnView};
 use carcassonne_core::Supply;
