@@ -119,7 +119,6 @@ impl SqlStore {
     }
 
     /// The pool, for the few statements a backend writes in its own dialect.
-    #[allow(dead_code, reason = "only the Postgres backend has such statements")]
     pub(crate) fn pool(&self) -> &Pool<Db> {
         &self.pool
     }

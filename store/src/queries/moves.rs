@@ -48,32 +48,6 @@ impl SqlStore {
         answers
     }
 
-    /// Writes a batch of moves, each of a different game, in one transaction, every
-    /// move under the same guard as `append_move`. Any move refused fails the whole
-    /// batch, which is rolled back.
-    #[allow(
-        dead_code,
-        reason = "only the SQLite backend batches statement by statement; Postgres \
-                  writes a batch in one statement (postgres.rs)"
-    )]
-    pub(crate) async fn write_moves_in_one_transaction(
-        &self,
-        moves: &[(Uuid, &MoveRow)],
-    ) -> Result<Vec<bool>, StoreError> {
-        let mut tx = self.begin_write().await?;
-        for &(game, mv) in moves {
-            if advance_playing_game(&mut tx, game, mv.seq).await? != 1 {
-                return Err(StoreError::Conflict(format!(
-                    "game {game} refused seq {}",
-                    mv.seq
-                )));
-            }
-            insert_move(&mut tx, game, mv).await?;
-        }
-        tx.commit().await?;
-        Ok(vec![true; moves.len()])
-    }
-
     /// As in `append_move`, the lobby is updated first, so that a stale `seq` is reported
     /// as such before the final change can fail for another reason.
     pub(crate) async fn finish_game(
