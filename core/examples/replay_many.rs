@@ -3,13 +3,14 @@
 //!
 //! Usage: `replay_many FILE COUNT [legal]`. Reading and parsing the file happen once, so
 //! the difference between two counts divided by the difference of `COUNT`s is the cost
-//! of one replay alone.
+//! of one replay alone. It allocates with the system allocator, as the benchmarks do;
+//! `replay_many_mimalloc` is the same program with the server binary's allocator.
 
 use carcassonne_core::record::{GameRecord, replay};
 use std::hint::black_box;
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(count)) = (args.get(1), args.get(2)) else {
         eprintln!("usage: replay_many FILE COUNT [legal]");
