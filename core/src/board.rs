@@ -43,6 +43,22 @@ pub(crate) struct FrontierCell {
 }
 
 impl FrontierCell {
+    /// A cell with no neighbour yet.
+    fn unconstrained(pos: Pos) -> FrontierCell {
+        FrontierCell {
+            pos,
+            mask: 0,
+            value: 0,
+        }
+    }
+
+    /// Records that this cell must show `edge` on its side `side`.
+    fn constrain(&mut self, side: Side, edge: EdgeKind) {
+        let shift = 2 * side.index();
+        self.mask |= 0b11 << shift;
+        self.value |= (edge as u8) << shift;
+    }
+
     #[cfg(test)]
     pub fn accepts(&self, def: &TileDef, rotation: Rotation) -> bool {
         self.fitting_rotations(def) & (1 << rotation.quarter_turns()) != 0
@@ -274,21 +290,83 @@ impl Board {
         let slot = match self.frontier_slots.get(pos) {
             Some(slot) => slot as usize,
             None => {
-                self.frontier.push(FrontierCell {
-                    pos,
-                    mask: 0,
-                    value: 0,
-                });
+                self.frontier.push(FrontierCell::unconstrained(pos));
                 let slot = self.frontier.len() - 1;
                 self.frontier_slots.set(pos, Some(slot as u32));
                 slot
             }
         };
-        let shift = 2 * side.index();
-        let cell = &mut self.frontier[slot];
-        cell.mask |= 0b11 << shift;
-        cell.value |= (edge as u8) << shift;
+        self.frontier[slot].constrain(side, edge);
     }
+}
+
+/// The frontier's cells in the order of the notation's `legal` lists (by x, then y),
+/// with their constraints, kept up to date tile by tile for a caller that lists every
+/// turn's placements in that order. Sorting the fitting cells afresh each turn cost
+/// more than the rest of listing them, and looking each cell's constraint up on the
+/// board cost about as much again; a tile changes this list by one removal and at most
+/// four insertions or updates.
+///
+/// It follows one game: [`OrderedFrontier::catch_up`] reads the tiles placed since its
+/// last call, so it must always be given the same board.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OrderedFrontier {
+    /// Every frontier cell, by ascending [`order_key`] of its position.
+    cells: Vec<(u64, FrontierCell)>,
+    /// How many of the board's tiles have been taken into account.
+    tiles_seen: usize,
+}
+
+impl OrderedFrontier {
+    /// Brings the list up to date with the tiles placed on `board` since the last call.
+    ///
+    /// After tile `k` is taken in, the list holds every cell that touches one of the
+    /// tiles `0..=k` and is empty on the board as it is now, constrained by those tiles:
+    /// the cell of each tile is taken out, and each of its empty neighbours goes in or is
+    /// constrained further. Once every tile is in, that is exactly the frontier, whatever
+    /// order the tiles came in, and each side of each tile constrained its cell once.
+    pub fn catch_up(&mut self, board: &Board) {
+        let start = self.tiles_seen.min(board.placed().len());
+        for tile in &board.placed()[start..] {
+            if let Ok(index) = self.position(tile.pos) {
+                self.cells.remove(index);
+            }
+            let def = tile.def();
+            for side in Side::ALL {
+                let neighbour = tile.pos.step(side);
+                if board.index_at(neighbour).is_some() {
+                    continue;
+                }
+                let index = self.position(neighbour).unwrap_or_else(|index| {
+                    let empty = FrontierCell::unconstrained(neighbour);
+                    self.cells.insert(index, (order_key(neighbour), empty));
+                    index
+                });
+                self.cells[index]
+                    .1
+                    .constrain(side.opposite(), def.edge(side, tile.rotation));
+            }
+        }
+        self.tiles_seen = board.placed().len();
+    }
+
+    /// Where the cell `pos` is in the list, or where it would go.
+    fn position(&self, pos: Pos) -> Result<usize, usize> {
+        let key = order_key(pos);
+        self.cells.binary_search_by_key(&key, |&(key, _)| key)
+    }
+
+    /// The frontier cells, in order. The list must have caught up with the board.
+    pub fn cells(&self) -> impl Iterator<Item = &FrontierCell> {
+        self.cells.iter().map(|(_, cell)| cell)
+    }
+}
+
+/// An integer that orders positions by x, then y: flipping the sign bit maps each `i32`
+/// onto a `u32` in the same order, and x goes in the high half.
+pub(crate) fn order_key(pos: Pos) -> u64 {
+    let flip = |coordinate: i32| u64::from(coordinate as u32 ^ 0x8000_0000);
+    (flip(pos.x) << 32) | flip(pos.y)
 }
 
 #[cfg(test)]
@@ -369,5 +447,69 @@ mod tests {
         }
         assert!(board.frontier_cell(Pos::new(-line, 0)).is_some());
         assert_eq!(board.frontier().len(), 2 * line as usize + 2);
+    }
+
+    #[test]
+    fn order_keys_order_positions_by_x_then_y() {
+        let values = [
+            i32::MIN,
+            i32::MIN + 1,
+            -300,
+            -1,
+            0,
+            1,
+            300,
+            i32::MAX - 1,
+            i32::MAX,
+        ];
+        let mut positions = Vec::new();
+        for x in values {
+            for y in values {
+                positions.push(Pos::new(x, y));
+            }
+        }
+        let mut by_key = positions.clone();
+        by_key.sort_unstable_by_key(|&pos| order_key(pos));
+        positions.sort_unstable_by_key(|&pos| (pos.x, pos.y));
+        assert_eq!(by_key, positions);
+    }
+
+    /// The frontier's cells sorted by x, then y, the obvious way.
+    fn sorted_frontier(board: &Board) -> Vec<FrontierCell> {
+        let mut cells = board.frontier().to_vec();
+        cells.sort_unstable_by_key(|cell| (cell.pos.x, cell.pos.y));
+        cells
+    }
+
+    #[test]
+    fn the_ordered_frontier_is_the_frontier_sorted_whenever_it_catches_up() {
+        // A spiral-ish walk that fills cells the frontier already listed, with catch-ups
+        // after every tile, after several, and only at the end.
+        let walk = [
+            (0, 0),
+            (1, 0),
+            (1, 1),
+            (0, 1),
+            (-1, 1),
+            (-1, 0),
+            (-1, -1),
+            (0, -1),
+            (1, -1),
+            (2, -1),
+            (2, 0),
+            (3, 0),
+        ];
+        for every in [1, 3, walk.len()] {
+            let mut board = Board::with_capacity(0);
+            let mut order = OrderedFrontier::default();
+            for (step, &(x, y)) in walk.iter().enumerate() {
+                board.place(tile("U"), Pos::new(x, y), Rotation::R0, 0);
+                if (step + 1) % every == 0 {
+                    order.catch_up(&board);
+                    let listed: Vec<FrontierCell> = order.cells().copied().collect();
+                    assert_eq!(listed, sorted_frontier(&board), "step {step}");
+                }
+            }
+        }
     }
 }

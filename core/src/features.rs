@@ -79,7 +79,7 @@ impl Features {
                 figure: None,
             });
             let open_edges = match segment.kind() {
-                SegmentKind::Road | SegmentKind::City => segment.sides().count() as u32,
+                SegmentKind::Road | SegmentKind::City => segment.sides.count_ones(),
                 _ => 0,
             };
             self.stats.push(FeatureStats {

@@ -1,13 +1,14 @@
 //! The game: a validated [`Setup`] becomes a [`Game`], which only changes through
 //! [`Game::play`] (validates, then applies or returns a typed error and changes nothing)
-//! or [`Game::play_unchecked`] (for trusted replays).
+//! or [`Game::play_unchecked`] (for trusted replays); [`Game::play_into`] is `play` for
+//! callers that keep one event vector for many moves.
 //!
 //! A turn has two steps, each one [`Move`]: place the drawn tile, then one action (place
 //! a figure, pass, recall the abbot, or take a figure back with a festival tile). After
 //! the action every feature the tile completed is scored, the next player draws, and a
 //! tile that fits nowhere is discarded and replaced at once.
 
-use crate::board::{Board, PlacedTile};
+use crate::board::{Board, OrderedFrontier, PlacedTile};
 use crate::deck::{shuffled_stack, start_tile};
 use crate::events::Event;
 use crate::features::{Features, NodeId};
@@ -379,11 +380,12 @@ impl Game {
 
     /// Every legal placement of the drawn tile in the order of the notation's `legal`
     /// lists (by x, then y, then rotation), each turned into a `T` by `make`; empty
-    /// outside the placement step. `cells` is scratch space that a caller listing the
-    /// placements of many turns keeps, so that it is allocated once rather than per turn.
+    /// outside the placement step. `order` is the frontier in that order, which a caller
+    /// listing the placements of many turns of this game keeps from turn to turn (see
+    /// [`OrderedFrontier`]), so that no turn sorts anything.
     pub(crate) fn sorted_placements<T>(
         &self,
-        cells: &mut Vec<(u64, u32)>,
+        order: &mut OrderedFrontier,
         make: impl Fn(Pos, Rotation) -> T,
     ) -> Vec<T> {
         let Turn::PlaceTile { tile, .. } = self.turn else {
@@ -393,35 +395,21 @@ impl Game {
             // A river tile fits one cell only, and its rotations come out in order.
             return self.collect_placements(tile, make);
         }
-        self.sorted_fitting_cells(tile, cells);
-        let count: u32 = cells.iter().map(|&(_, fits)| fits.count_ones()).sum();
-        let mut placements = Vec::with_capacity(count as usize);
-        for &(key, mut fits) in cells.iter() {
-            let pos = pos_from_order_key(key);
+        order.catch_up(&self.board);
+        let def = tile.def();
+        let mut placements = Vec::with_capacity(self.board.frontier().len() + 8);
+        for cell in order.cells() {
+            let mut fits = cell.fitting_rotations(def);
             while fits != 0 {
-                placements.push(make(pos, Rotation::ALL[fits.trailing_zeros() as usize]));
+                placements.push(make(
+                    cell.pos,
+                    Rotation::ALL[fits.trailing_zeros() as usize],
+                ));
                 // Clear the lowest set bit: the rotations come out in ascending order.
                 fits &= fits - 1;
             }
         }
         placements
-    }
-
-    /// Fills `cells` with the frontier cells that `tile` (not a river tile) fits, as
-    /// their [`order_key`] and fitting rotations, sorted by position. Only the cells that
-    /// fit are sorted, each as one integer key rather than as `[x, y, rotation]` triples
-    /// compared field by field, which is what makes this cheaper than sorting the
-    /// placements themselves.
-    fn sorted_fitting_cells(&self, tile: TileId, cells: &mut Vec<(u64, u32)>) {
-        let def = tile.def();
-        cells.clear();
-        cells.extend(self.board.frontier().iter().filter_map(|cell| {
-            let fits = cell.fitting_rotations(def);
-            (fits != 0).then(|| (order_key(cell.pos), fits))
-        }));
-        // Frontier cells are distinct, so no two keys are equal and an unstable sort
-        // gives the one sorted order.
-        cells.sort_unstable_by_key(|&(key, _)| key);
     }
 
     /// Checks a move without playing it.
@@ -439,8 +427,18 @@ impl Game {
 
     /// Plays a move if it is legal; otherwise returns why not and changes nothing.
     pub fn play(&mut self, mv: Move) -> Result<Vec<Event>, PlayError> {
+        let mut events = Vec::new();
+        self.play_into(mv, &mut events)?;
+        Ok(events)
+    }
+
+    /// Plays a move as [`Game::play`] does, but appends its events to `events`, so that a
+    /// caller playing many moves (a replay) reuses one vector instead of allocating one
+    /// per move. On an error nothing is appended and the game is unchanged.
+    pub fn play_into(&mut self, mv: Move, events: &mut Vec<Event>) -> Result<(), PlayError> {
         self.check(mv)?;
-        Ok(self.play_unchecked(mv))
+        self.apply(mv, events);
+        Ok(())
     }
 
     /// Plays a move known to be legal (a replay of moves the engine accepted before).
@@ -452,6 +450,12 @@ impl Game {
             "play_unchecked given an illegal move"
         );
         let mut events = Vec::new();
+        self.apply(mv, &mut events);
+        events
+    }
+
+    /// Applies a checked move, appending the events it causes.
+    fn apply(&mut self, mv: Move, events: &mut Vec<Event>) {
         match (self.turn, mv) {
             (Turn::PlaceTile { player, tile }, Move::PlaceTile { pos, rotation }) => {
                 let placed = self.put_tile(tile, pos, rotation);
@@ -465,13 +469,12 @@ impl Game {
                 });
             }
             (Turn::Act { player, placed }, action) => {
-                self.act(player, action, &mut events);
-                self.score_completed_features(placed, &mut events);
-                self.draw_for((player + 1) % self.players, &mut events);
+                self.act(player, action, events);
+                self.score_completed_features(placed, events);
+                self.draw_for((player + 1) % self.players, events);
             }
             _ => {}
         }
-        events
     }
 
     /// Calls `found` for each legal placement of `tile` until it returns true.
@@ -798,19 +801,6 @@ impl Game {
     }
 }
 
-/// An integer that orders positions by x, then y: flipping the sign bit maps each `i32`
-/// onto a `u32` in the same order, and x goes in the high half.
-fn order_key(pos: Pos) -> u64 {
-    let flip = |coordinate: i32| u64::from(coordinate as u32 ^ 0x8000_0000);
-    (flip(pos.x) << 32) | flip(pos.y)
-}
-
-/// The position an [`order_key`] was made from.
-fn pos_from_order_key(key: u64) -> Pos {
-    let unflip = |half: u64| (half as u32 ^ 0x8000_0000) as i32;
-    Pos::new(unflip(key >> 32), unflip(key & 0xffff_ffff))
-}
-
 /// Every seat with the highest value; all of them when everyone is tied.
 pub(crate) fn leaders(values: &[u32]) -> Vec<Seat> {
     let best = values.iter().copied().max().unwrap_or(0);
@@ -832,7 +822,6 @@ mod tests {
 
     /// Plays seeded games with simple move choices and checks every placement step.
     fn check_sorted_placements_through_games(rules: Rules) {
-        let mut cells = Vec::new();
         for seed in 0..6 {
             let setup = Setup {
                 rules: rules.clone(),
@@ -840,10 +829,11 @@ mod tests {
                 stack: Stack::Seeded(seed),
             };
             let mut game = Game::new(setup).unwrap();
+            let mut order = OrderedFrontier::default();
             let mut step = seed as usize;
             while game.phase() != Phase::Over {
                 if game.phase() == Phase::PlaceTile {
-                    let sorted = game.sorted_placements(&mut cells, |pos, r| (pos, r));
+                    let sorted = game.sorted_placements(&mut order, |pos, r| (pos, r));
                     assert_eq!(sorted, sorted_the_obvious_way(&game), "seed {seed}");
                 }
                 let moves = game.legal_moves();
@@ -860,33 +850,5 @@ mod tests {
             expansions: Expansion::ALL.to_vec(),
             ..Rules::default()
         });
-    }
-
-    #[test]
-    fn order_keys_order_positions_by_x_then_y_and_give_them_back() {
-        let values = [
-            i32::MIN,
-            i32::MIN + 1,
-            -300,
-            -1,
-            0,
-            1,
-            300,
-            i32::MAX - 1,
-            i32::MAX,
-        ];
-        let mut positions = Vec::new();
-        for x in values {
-            for y in values {
-                positions.push(Pos::new(x, y));
-            }
-        }
-        let mut by_key = positions.clone();
-        by_key.sort_unstable_by_key(|&pos| order_key(pos));
-        positions.sort_unstable_by_key(|&pos| (pos.x, pos.y));
-        assert_eq!(by_key, positions);
-        for pos in positions {
-            assert_eq!(pos_from_order_key(order_key(pos)), pos);
-        }
     }
 }

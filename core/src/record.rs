@@ -15,6 +15,7 @@
 //! record's rules. Then the report says `"deck_verified": true`; without a commitment
 //! the field is left out.
 
+use crate::board::OrderedFrontier;
 use crate::deck::{deck_commitment, shuffled_stack};
 use crate::events::Event;
 use crate::figures::{FigureKind, Seat};
@@ -337,15 +338,18 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     let mut game = Game::new(record.setup())?;
     let deck_verified = record.verify_deck()?;
     let mut turns = Vec::with_capacity(record.turns.len());
-    // With `legal`, scratch space for sorting each turn's placements, allocated once.
-    let mut sort_space = legal.then(Vec::new);
+    // With `legal`, the frontier in the order of the lists, kept from turn to turn.
+    let mut order = legal.then(OrderedFrontier::default);
+    // One vector for the events of every move, rather than one allocated per move.
+    let mut events = Vec::new();
     for (index, turn) in record.turns.iter().enumerate() {
-        let report = replay_turn(&mut game, turn, sort_space.as_mut()).map_err(|message| {
-            ReplayError::IllegalTurn {
-                turn: index,
-                message,
-            }
-        })?;
+        let report =
+            replay_turn(&mut game, turn, order.as_mut(), &mut events).map_err(|message| {
+                ReplayError::IllegalTurn {
+                    turn: index,
+                    message,
+                }
+            })?;
         turns.push(report);
     }
     if let Some(tile) = game.current_tile() {
@@ -366,11 +370,13 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
 }
 
 /// Plays one turn of a record; an error says what rule it breaks. The report lists the
-/// legal placements when the caller passes scratch space to sort them in.
+/// legal placements when the caller passes the frontier in their order. `events` is
+/// scratch space for the events of the turn's moves.
 fn replay_turn(
     game: &mut Game,
     turn: &TurnRecord,
-    sort_space: Option<&mut Vec<(u64, u32)>>,
+    order: Option<&mut OrderedFrontier>,
+    events: &mut Vec<Event>,
 ) -> Result<TurnReport, String> {
     let (Some(player), Some(tile)) = (game.current_player(), game.current_tile()) else {
         return Err("the game is already over".into());
@@ -381,30 +387,36 @@ fn replay_turn(
             turn.tile
         ));
     }
-    let legal = sort_space.map(|cells| {
-        game.sorted_placements(cells, |pos, rotation| {
+    let legal = order.map(|order| {
+        game.sorted_placements(order, |pos, rotation| {
             [pos.x, pos.y, rotation.degrees() as i32]
         })
     });
     let [placement, action] = turn.moves();
-    game.play(placement).map_err(|error| error.to_string())?;
-    let before_action = game.scores().to_vec();
-    let events = game.play(action).map_err(|error| error.to_string())?;
+    events.clear();
+    game.play_into(placement, events)
+        .map_err(|error| error.to_string())?;
+    // The totals before the action, which become the turn's totals once the action's
+    // points are added (see `add_turn_points`).
+    let mut scores = game.scores().to_vec();
+    events.clear();
+    game.play_into(action, events)
+        .map_err(|error| error.to_string())?;
+    add_turn_points(&mut scores, events);
     Ok(TurnReport {
         player,
         tile,
-        scores: scores_before_end_of_game(&before_action, &events),
+        scores,
         legal,
     })
 }
 
-/// The totals at the end of the turn, before any end-of-game scoring that the turn's
-/// last move set off: the notation reports that separately as `final_scores`. They are
-/// the totals before the action plus what the action paid (an abbot's recall) and what
-/// the features it completed paid. Counting forward, rather than taking the end-of-game
-/// points off the final totals, stays exact even if a total ever saturates.
-fn scores_before_end_of_game(before_action: &[u32], events: &[Event]) -> Vec<u32> {
-    let mut scores = before_action.to_vec();
+/// Turns the totals before a turn's action into the totals at the end of the turn,
+/// before any end-of-game scoring that the action set off: the notation reports that
+/// separately as `final_scores`. It adds what the action paid (an abbot's recall) and
+/// what the features it completed paid. Counting forward, rather than taking the
+/// end-of-game points off the final totals, stays exact even if a total ever saturates.
+fn add_turn_points(scores: &mut [u32], events: &[Event]) {
     let mut credit = |seat: Seat, points: u32| {
         let score = &mut scores[seat as usize];
         *score = score.saturating_add(points);
@@ -420,7 +432,6 @@ fn scores_before_end_of_game(before_action: &[u32], events: &[Event]) -> Vec<u32
             _ => {}
         }
     }
-    scores
 }
 
 #[cfg(test)]

@@ -158,14 +158,24 @@ impl Game {
 
     /// Adds `points` to every player with the most weight among `figures`.
     fn credit_majority(&mut self, figures: &[PlacedFigure], points: u32) -> Vec<Seat> {
-        let mut weight = vec![0u32; self.scores.len()];
-        for figure in figures {
-            weight[figure.player as usize] += figure.figure.weight();
-        }
         if figures.is_empty() {
             return Vec::new();
         }
-        let scorers = leaders(&weight);
+        // The weights live on the stack for the usual player counts: a vector allocated
+        // per scored feature was a noticeable part of a replay.
+        let players = self.scores.len();
+        let mut on_stack = [0u32; 8];
+        let mut on_heap = Vec::new();
+        let weight: &mut [u32] = if players <= on_stack.len() {
+            &mut on_stack[..players]
+        } else {
+            on_heap.resize(players, 0);
+            &mut on_heap
+        };
+        for figure in figures {
+            weight[figure.player as usize] += figure.figure.weight();
+        }
+        let scorers = leaders(weight);
         for &seat in &scorers {
             // Only an absurd `farmer_city_points` can come near the limit; a score that
             // stops at u32::MAX is still the largest, where wrapping would not be.
@@ -199,8 +209,8 @@ impl Game {
 
     fn feature_figures(&self, root: NodeId) -> Vec<PlacedFigure> {
         let mut figures: Vec<PlacedFigure> = self
-            .figure_nodes(root)
-            .into_iter()
+            .features
+            .members(root)
             .filter_map(|node| self.placed_figure(node))
             .collect();
         figures.sort();
