@@ -1,8 +1,11 @@
 //! Game slots: each slot sets up a 2-player game over REST, plays it with two clients, and
-//! starts a new one in its place when it ends, until the run is over.
+//! starts a new one in its place when it ends, until the run is over or the server is
+//! lost.
 
-use crate::player::{self, Player};
+use crate::ack_log::AckLog;
+use crate::player::{self, Player, SeatLabel};
 use crate::rest::Api;
+use crate::server_watch::ServerWatch;
 use crate::socket::Socket;
 use crate::stats::{Stats, Window};
 use std::time::{Duration, Instant};
@@ -13,28 +16,43 @@ pub struct Target {
     pub server: String,
     pub api: Api,
     pub seed: u64,
+    pub ack_log: Option<AckLog>,
+    pub watch: ServerWatch,
 }
 
 /// How long a slot waits after a failed setup before trying again, so that a refusing
 /// server (a rate limit, a full lobby table) is not hammered in a tight loop.
 const RETRY_PAUSE: Duration = Duration::from_millis(250);
 
-/// Plays game after game in slot `slot` until the window closes.
+/// A started game: its two connected seats, creator first.
+struct OpenTable {
+    sockets: [Socket; 2],
+    labels: [SeatLabel; 2],
+}
+
+/// Plays game after game in slot `slot` until the window closes or the server is lost.
 pub async fn run_slot(target: Target, slot: u64, window: Window) -> Stats {
     let mut stats = Stats::default();
     let deadline = tokio::time::Instant::from_std(window.end);
     for game in 0u64.. {
-        let setup = tokio::time::timeout_at(deadline, open_table(&target, slot, game)).await;
+        let setup = tokio::select! {
+            setup = tokio::time::timeout_at(deadline, open_table(&target, slot, game)) => setup,
+            () = target.watch.lost() => break,
+        };
         match setup {
             Err(_elapsed) => break,
             Ok(Err(kind)) => {
+                let refused = kind.starts_with("http connect") || kind.starts_with("ws connect");
                 stats.error(kind);
+                if refused && target.watch.check().await {
+                    break;
+                }
                 tokio::time::sleep(RETRY_PAUSE.min(deadline - tokio::time::Instant::now())).await;
             }
-            Ok(Ok(sockets)) => {
+            Ok(Ok(table)) => {
                 stats.all_started_at.get_or_insert_with(Instant::now);
                 let seed = target.seed ^ (slot << 32) ^ (game << 1);
-                stats.merge(&play_table(sockets, seed, window).await);
+                stats.merge(&play_table(table, seed, window).await);
             }
         }
     }
@@ -42,23 +60,35 @@ pub async fn run_slot(target: Target, slot: u64, window: Window) -> Stats {
 }
 
 /// Creates and fills a lobby, connects both seats and starts the game.
-async fn open_table(target: &Target, slot: u64, game: u64) -> Result<[Socket; 2], String> {
+async fn open_table(target: &Target, slot: u64, game: u64) -> Result<OpenTable, String> {
     let api = &target.api;
     let creator = api.create_lobby(&format!("load {slot}.{game}")).await?;
     let joiner = api.join(&creator.lobby).await?;
     let first = player::join(&target.server, &creator.lobby, Some(&creator.token)).await?;
     let second = player::join(&target.server, &joiner.lobby, Some(&joiner.token)).await?;
     api.start(&creator).await?;
-    Ok([first, second])
+    if let Some(log) = &target.ack_log {
+        log.game(&creator.lobby, [&creator.token, &joiner.token]);
+    }
+    let label = |letter| SeatLabel {
+        game: creator.lobby.clone(),
+        letter,
+        ack_log: target.ack_log.clone(),
+    };
+    Ok(OpenTable {
+        sockets: [first, second],
+        labels: [label('a'), label('b')],
+    })
 }
 
 /// Plays both seats of a started game to its end (or the window's); a game counts as
 /// finished once, however many seats saw it end.
-async fn play_table(sockets: [Socket; 2], seed: u64, window: Window) -> Stats {
-    let [first, second] = sockets;
+async fn play_table(table: OpenTable, seed: u64, window: Window) -> Stats {
+    let [first, second] = table.sockets;
+    let [first_label, second_label] = table.labels;
     let (mut stats, other) = tokio::join!(
-        Player::new(first, seed, window).play(),
-        Player::new(second, seed + 1, window).play()
+        Player::new(first, first_label, seed, window).play(),
+        Player::new(second, second_label, seed + 1, window).play()
     );
     let finished = stats.games_finished.max(other.games_finished);
     stats.merge(&other);

@@ -3,6 +3,7 @@
 //! and memory measured; and a bare WebSocket echo server as the baseline. See
 //! `docs/performance.md`, section "Load generator".
 
+pub mod ack_log;
 pub mod echo;
 pub mod game;
 pub mod idle;
@@ -13,5 +14,6 @@ pub mod protocol;
 pub mod report;
 pub mod rest;
 pub mod run;
+pub mod server_watch;
 pub mod socket;
 pub mod stats;

@@ -3,8 +3,13 @@
 
 use carcassonne_loadgen::run::{RunOptions, run};
 use clap::{Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// The exit status of a run that ended early because the server was lost (nothing
+/// listened at its address any more); its report is printed all the same.
+const SERVER_LOST: u8 = 2;
 
 /// Shown after `--help`: a load run from one machine trips the server's per-IP limits.
 const LIMITS_HELP: &str = "\
@@ -19,7 +24,10 @@ needs them lifted. Start the server for example with
       --max-pending-connections 100000 --max-connections 100000 \\
       --max-tcp-connections 100000
 
-or give the same arguments to --spawn-server. See docs/performance.md, \"Load generator\".";
+or give the same arguments to --spawn-server. See docs/performance.md, \"Load generator\".
+
+Exit status: 0 after a run, 1 when it could not be run, 2 when the server was lost
+mid-run (the run then stops at once and still prints its report).";
 
 #[derive(Parser)]
 #[command(name = "carcassonne-loadgen", version, about, after_help = LIMITS_HELP)]
@@ -73,6 +81,10 @@ struct RunArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Write every game started (with its seat tokens) and every move acked to FILE, one
+    /// JSON line each, as they happen (for the crash test).
+    #[arg(long, value_name = "FILE")]
+    ack_log: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -87,6 +99,7 @@ impl RunArgs {
             idle: self.idle,
             baseline: self.baseline,
             seed: self.seed,
+            ack_log: self.ack_log.clone(),
         }
     }
 }
@@ -99,16 +112,17 @@ async fn main() -> ExitCode {
             Err(error) => fail(&error.to_string()),
         },
         Command::Run(args) => match run(&args.options()).await {
-            Ok(report) if args.json => {
-                println!(
-                    "{}",
-                    serde_json::to_string(&report).expect("a report serializes")
-                );
-                ExitCode::SUCCESS
-            }
             Ok(report) => {
-                print!("{}", report.table());
-                ExitCode::SUCCESS
+                if args.json {
+                    let json = serde_json::to_string(&report).expect("a report serializes");
+                    println!("{json}");
+                } else {
+                    print!("{}", report.table());
+                }
+                match report.server_lost_after_seconds {
+                    Some(_) => ExitCode::from(SERVER_LOST),
+                    None => ExitCode::SUCCESS,
+                }
             }
             Err(error) => fail(&error),
         },

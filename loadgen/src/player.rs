@@ -1,6 +1,7 @@
 //! One seat of one game: a WebSocket client that answers every set of legal moves it is
 //! sent with a move at once, and measures what it sees.
 
+use crate::ack_log::AckLog;
 use crate::protocol::{self, FrameKind, MovePicker, ServerFrame};
 use crate::socket::{self, Socket};
 use crate::stats::{self, Stats, Window};
@@ -34,10 +35,21 @@ async fn send(socket: &mut Socket, text: String) -> Result<(), String> {
         .map_err(|_| "ws send".to_owned())
 }
 
+/// Which game a seat plays, and how its acks are logged.
+#[derive(Clone)]
+pub struct SeatLabel {
+    pub game: String,
+    /// The first letter of the seat's command ids (`a` for the lobby's creator, `b` for
+    /// the joiner), which makes every command id unique within its game.
+    pub letter: char,
+    pub ack_log: Option<AckLog>,
+}
+
 /// A playing seat: its socket, its move picker and the command it waits on.
 pub struct Player {
     socket: Socket,
     picker: MovePicker,
+    label: SeatLabel,
     commands_sent: u64,
     /// The id of the command in flight and when it was sent.
     pending: Option<(String, Instant)>,
@@ -53,10 +65,11 @@ enum Ending {
 }
 
 impl Player {
-    pub fn new(socket: Socket, seed: u64, window: Window) -> Player {
+    pub fn new(socket: Socket, label: SeatLabel, seed: u64, window: Window) -> Player {
         Player {
             socket,
             picker: MovePicker::new(seed),
+            label,
             commands_sent: 0,
             pending: None,
             window,
@@ -70,6 +83,11 @@ impl Player {
         let ending = self.play_until_the_end().await;
         if matches!(ending, Ending::GameOver) {
             self.stats.games_finished = 1;
+        }
+        if self.pending.is_some() {
+            // Sent, and neither acked nor rejected: in flight when the connection died
+            // or the run ended. Such a move may or may not have been stored.
+            self.stats.unanswered += 1;
         }
         if matches!(ending, Ending::Deadline) {
             // A game cut off by the end of the run: say goodbye rather than vanish.
@@ -127,7 +145,7 @@ impl Player {
             }
             FrameKind::TurnInfo => self.answer(&frame).await,
             FrameKind::Ack => {
-                self.acked(frame.id.as_deref(), received);
+                self.acked(&frame, received);
                 Ok(())
             }
             FrameKind::Rejected => self.rejected(frame.error_code()).await,
@@ -160,19 +178,26 @@ impl Player {
             return Err("no legal moves".to_owned());
         };
         self.commands_sent += 1;
-        let id = format!("c{}", self.commands_sent);
+        let id = format!("{}{}", self.label.letter, self.commands_sent);
         let command = protocol::command_text(&id, seq, &chosen);
         self.pending = Some((id, Instant::now()));
         send(&mut self.socket, command).await
     }
 
-    fn acked(&mut self, id: Option<&str>, received: Instant) {
+    fn acked(&mut self, frame: &ServerFrame<'_>, received: Instant) {
         let Some((pending, sent)) = self.pending.take() else {
             self.stats.error("ack without command");
             return;
         };
-        if id != Some(pending.as_str()) {
+        if frame.id.as_deref() != Some(pending.as_str()) {
             self.stats.error("ack of another id");
+            return;
+        }
+        self.stats.acked_whole_run += 1;
+        match (&self.label.ack_log, frame.seq) {
+            (Some(log), Some(seq)) => log.ack(&self.label.game, seq, &pending),
+            (Some(_), None) => self.stats.error("ack without seq"),
+            (None, _) => {}
         }
         if self.window.contains(received) {
             self.stats.acked += 1;

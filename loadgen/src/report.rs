@@ -10,13 +10,20 @@ pub struct Report {
     pub games: usize,
     pub idle_sockets: usize,
     pub duration_seconds: f64,
-    /// The measured window: the duration less the warm-up.
+    pub warmup_seconds: f64,
+    /// The measured window: the duration less the warm-up, cut short when the server
+    /// was lost.
     pub window_seconds: f64,
     /// From the start until every game slot had its first game started; when longer
     /// than the warm-up, the window includes part of the set-up.
     pub setup_seconds: Option<f64>,
     pub moves_acked: u64,
     pub moves_per_second: f64,
+    /// Acks over the whole run, warm-up included: the ack log's `ack` lines.
+    pub moves_acked_whole_run: u64,
+    /// Commands that got neither an ack nor a rejection: in flight when their connection
+    /// died (the server was lost) or the run ended.
+    pub commands_unanswered: u64,
     pub games_finished: u64,
     pub ack_latency_ms: Summary,
     pub update_bytes_with_legal_moves: Summary,
@@ -30,6 +37,9 @@ pub struct Report {
     /// The machine's 1-minute load average when the games started.
     pub load_average_at_start: Option<f64>,
     pub baseline: Option<BaselineReport>,
+    /// Set when the server was lost mid-run (nothing listened at its address any more),
+    /// which ended the run then: seconds from the start.
+    pub server_lost_after_seconds: Option<f64>,
 }
 
 /// What the server process cost, from `/proc`.
@@ -66,6 +76,9 @@ impl Report {
     /// A table for people, one measurement per line.
     pub fn table(&self) -> String {
         let mut rows = self.game_rows();
+        if let Some(seconds) = self.server_lost_after_seconds {
+            rows.insert(0, ("SERVER LOST after", format!("{seconds:.1} s")));
+        }
         if let Some(process) = &self.server_process {
             rows.extend(process.rows());
         }
@@ -88,7 +101,7 @@ impl Report {
 
     fn game_rows(&self) -> Vec<Row> {
         let games = format!("{} / {}", self.games, self.idle_sockets);
-        let warmup = self.duration_seconds - self.window_seconds;
+        let warmup = self.warmup_seconds;
         let setup = match self.setup_seconds {
             None => "-".to_owned(),
             Some(s) if s > warmup => format!("{s:.1} s (after the warm-up: raise --warmup)"),
@@ -105,6 +118,13 @@ impl Report {
             ("all games started after", setup),
             ("moves acked (window)", self.moves_acked.to_string()),
             ("moves/s", format!("{:.0}", self.moves_per_second)),
+            (
+                "moves acked (whole run) / unanswered",
+                format!(
+                    "{} / {}",
+                    self.moves_acked_whole_run, self.commands_unanswered
+                ),
+            ),
             ("games finished", self.games_finished.to_string()),
             (
                 "ack latency p50/p99/max",

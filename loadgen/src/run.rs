@@ -1,6 +1,7 @@
 //! One load run from start to report: the optional baseline, the idle sockets, the game
 //! slots, and the server's CPU and memory around them.
 
+use crate::ack_log;
 use crate::echo;
 use crate::game::{self, Target};
 use crate::idle;
@@ -9,7 +10,9 @@ use crate::procfs;
 use crate::protocol;
 use crate::report::{BaselineReport, ProcessReport, Report};
 use crate::rest::Api;
+use crate::server_watch::ServerWatch;
 use crate::stats::{Stats, Summary, Window};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What to run; see `carcassonne-loadgen run --help`.
@@ -24,6 +27,8 @@ pub struct RunOptions {
     pub idle: usize,
     pub baseline: bool,
     pub seed: u64,
+    /// Where to write the ack log (see `ack_log`).
+    pub ack_log: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -66,23 +71,64 @@ pub async fn run(options: &RunOptions) -> Result<Report, String> {
     Ok(report)
 }
 
-/// Opens the idle sockets, then plays the games for the duration while measuring.
+/// Opens the idle sockets, then plays the games for the duration (or until the server is
+/// lost) while measuring.
 async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Result<Report, String> {
     let api = Api::new(server);
+    let (ack_log, ack_log_writer) = match &options.ack_log {
+        Some(path) => ack_log::create(path).map(|(log, writer)| (Some(log), Some(writer)))?,
+        None => (None, None),
+    };
     let (idle, rss_per_idle) = open_idle(options, server, &api, pid).await?;
-    let window = Window::after_warmup(options.warmup(), options.duration);
+    let planned = Window::after_warmup(options.warmup(), options.duration);
+    let watch = ServerWatch::new(server);
     let target = Target {
         server: server.to_owned(),
         api,
         seed: options.seed,
+        ack_log,
+        watch: watch.clone(),
     };
-    let slots: Vec<_> = (0..options.games as u64)
+    let mut played = play_slots(options.games, target, planned, pid).await;
+    if let Some(idle) = idle {
+        played.stats.merge(&idle.close().await);
+    }
+    if let Some(writer) = ack_log_writer {
+        writer.finish().await?;
+    }
+    let window = planned.until(watch.lost_at());
+    let mut report = build_report(options, server, window, &played.stats);
+    report.server_lost_after_seconds = watch
+        .lost_at()
+        .map(|lost| (lost - (planned.end - options.duration)).as_secs_f64());
+    let cpu = played.cpu_seconds;
+    report.server_process = process_report(pid, cpu, played.rss_end, rss_per_idle, &report, window);
+    report.loadgen_cpu_core_share = played.own_cpu_seconds.map(|s| s / window.seconds());
+    report.load_average_at_start = played.load_average;
+    Ok(report)
+}
+
+/// What the game slots measured, and the processes' CPU and memory meanwhile.
+struct Played {
+    stats: Stats,
+    cpu_seconds: Option<f64>,
+    own_cpu_seconds: Option<f64>,
+    rss_end: Option<u64>,
+    load_average: Option<f64>,
+}
+
+/// Runs `games` slots until the window closes or the server is lost, and waits for all.
+async fn play_slots(games: usize, target: Target, window: Window, pid: Option<u32>) -> Played {
+    let watch = target.watch.clone();
+    let slots: Vec<_> = (0..games as u64)
         .map(|slot| tokio::spawn(game::run_slot(target.clone(), slot, window)))
         .collect();
+    // Once the slots end, nothing holds the ack log open: its writer can finish.
+    drop(target);
     let load_average = procfs::load_average();
     let (cpu_seconds, own_cpu_seconds) = tokio::join!(
-        cpu_over(pid, window),
-        cpu_over(Some(std::process::id()), window)
+        cpu_over(pid, window, &watch),
+        cpu_over(Some(std::process::id()), window, &watch)
     );
     let rss_end = pid.and_then(|pid| procfs::rss_bytes(pid).ok());
     let mut stats = Stats::default();
@@ -92,15 +138,13 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
             Err(_) => stats.error("slot panicked"),
         }
     }
-    if let Some(idle) = idle {
-        stats.merge(&idle.close().await);
+    Played {
+        stats,
+        cpu_seconds,
+        own_cpu_seconds,
+        rss_end,
+        load_average,
     }
-    let mut report = build_report(options, server, window, &stats);
-    report.server_process =
-        process_report(pid, cpu_seconds, rss_end, rss_per_idle, &report, window);
-    report.loadgen_cpu_core_share = own_cpu_seconds.map(|seconds| seconds / window.seconds());
-    report.load_average_at_start = load_average;
-    Ok(report)
 }
 
 /// Opens the idle sockets, if any, and measures the server's RSS before and after.
@@ -128,11 +172,18 @@ fn per_idle_socket(pid: Option<u32>, before: Option<u64>, count: usize) -> Optio
     Some((after as f64 - before? as f64) / 1024.0 / count as f64)
 }
 
-/// The process's CPU seconds between the window's start and end (waiting for both).
-async fn cpu_over(pid: Option<u32>, window: Window) -> Option<f64> {
-    tokio::time::sleep_until(window.start.into()).await;
+/// The process's CPU seconds between the window's start and end (waiting for both), or
+/// until the server is lost.
+async fn cpu_over(pid: Option<u32>, window: Window, watch: &ServerWatch) -> Option<f64> {
+    tokio::select! {
+        () = tokio::time::sleep_until(window.start.into()) => {}
+        () = watch.lost() => return None,
+    }
     let start = pid.and_then(|pid| procfs::cpu_seconds(pid).ok());
-    tokio::time::sleep_until(window.end.into()).await;
+    tokio::select! {
+        () = tokio::time::sleep_until(window.end.into()) => {}
+        () = watch.lost() => {}
+    }
     let end = pid.and_then(|pid| procfs::cpu_seconds(pid).ok());
     Some(end? - start?)
 }
@@ -143,12 +194,15 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         games: options.games,
         idle_sockets: options.idle,
         duration_seconds: options.duration.as_secs_f64(),
+        warmup_seconds: options.warmup().as_secs_f64(),
         window_seconds: window.seconds(),
         setup_seconds: stats
             .all_started_at
             .map(|started| (started - (window.end - options.duration)).as_secs_f64()),
         moves_acked: stats.acked,
-        moves_per_second: stats.acked as f64 / window.seconds(),
+        moves_per_second: per_second(stats.acked, window),
+        moves_acked_whole_run: stats.acked_whole_run,
+        commands_unanswered: stats.unanswered,
         games_finished: stats.games_finished,
         ack_latency_ms: Summary::of(&stats.ack_latency_us, 0.001),
         update_bytes_with_legal_moves: Summary::of(&stats.update_bytes_with_moves, 1.0),
@@ -160,6 +214,17 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         loadgen_cpu_core_share: None,
         load_average_at_start: None,
         baseline: None,
+        server_lost_after_seconds: None,
+    }
+}
+
+/// `count` per second of the window; 0 for a window cut down to nothing.
+fn per_second(count: u64, window: Window) -> f64 {
+    let seconds = window.seconds();
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
     }
 }
 
@@ -190,10 +255,12 @@ async fn run_baseline(options: &RunOptions) -> Result<BaselineReport, String> {
     let window = Window::after_warmup(options.warmup(), options.duration);
     let address = echo_server.address.to_string();
     let clients = echo::ping_pong(&address, connections, &frame, window);
+    // The echo server is never checked, so never found lost: the baseline runs its course.
+    let watch = ServerWatch::new(&address);
     let (stats, cpu_seconds, own_cpu_seconds) = tokio::join!(
         clients,
-        cpu_over(Some(echo_server.pid), window),
-        cpu_over(Some(std::process::id()), window)
+        cpu_over(Some(echo_server.pid), window, &watch),
+        cpu_over(Some(std::process::id()), window, &watch)
     );
     drop(echo_server);
     Ok(BaselineReport {

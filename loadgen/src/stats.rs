@@ -30,7 +30,17 @@ impl Window {
     }
 
     pub fn seconds(&self) -> f64 {
-        (self.end - self.start).as_secs_f64()
+        self.end.saturating_duration_since(self.start).as_secs_f64()
+    }
+
+    /// The window cut short at `stop` (the server was lost then), if that is before its
+    /// end: nothing is measured after it.
+    pub fn until(&self, stop: Option<Instant>) -> Window {
+        let end = stop.map_or(self.end, |stop| stop.min(self.end));
+        Window {
+            start: self.start.min(end),
+            end,
+        }
     }
 }
 
@@ -44,6 +54,11 @@ fn histogram() -> Histogram<u64> {
 pub struct Stats {
     /// Commands acked inside the window.
     pub acked: u64,
+    /// Commands acked over the whole run, warm-up included.
+    pub acked_whole_run: u64,
+    /// Commands sent that got no reply: in flight when their connection died or the run
+    /// ended.
+    pub unanswered: u64,
     pub games_finished: u64,
     /// When the last slot to get its first game going got it going: until then the
     /// server is still busy setting games up, which the warm-up should cover.
@@ -61,6 +76,8 @@ impl Default for Stats {
     fn default() -> Stats {
         Stats {
             acked: 0,
+            acked_whole_run: 0,
+            unanswered: 0,
             games_finished: 0,
             all_started_at: None,
             ack_latency_us: histogram(),
@@ -84,6 +101,8 @@ impl Stats {
     /// Adds `other`'s counts and samples to these.
     pub fn merge(&mut self, other: &Stats) {
         self.acked += other.acked;
+        self.acked_whole_run += other.acked_whole_run;
+        self.unanswered += other.unanswered;
         self.games_finished += other.games_finished;
         self.all_started_at = self.all_started_at.max(other.all_started_at);
         let pairs = [
@@ -177,6 +196,8 @@ mod tests {
         let mut total = Stats::default();
         let mut part = Stats {
             acked: 3,
+            acked_whole_run: 4,
+            unanswered: 1,
             ..Stats::default()
         };
         record(&mut part.patch_bytes, 40);
@@ -184,6 +205,7 @@ mod tests {
         total.merge(&part);
         total.merge(&part);
         assert_eq!(total.acked, 6);
+        assert_eq!((total.acked_whole_run, total.unanswered), (8, 2));
         assert_eq!(total.patch_bytes.len(), 2);
         assert_eq!(total.errors["rejected:stale_seq"], 2);
         assert_eq!(total.error_total(), 2);
@@ -213,5 +235,17 @@ mod tests {
         assert!(window.contains(window.start));
         assert!(!window.contains(window.end));
         assert!((window.seconds() - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_window_cut_short_ends_at_the_stop() {
+        let window = Window::after_warmup(Duration::from_secs(1), Duration::from_secs(3));
+        let half = window.start + Duration::from_millis(500);
+        assert!((window.until(Some(half)).seconds() - 0.5).abs() < 1e-9);
+        let before = window.start - Duration::from_millis(500);
+        assert_eq!(window.until(Some(before)).seconds(), 0.0);
+        let after = window.end + Duration::from_secs(1);
+        assert_eq!(window.until(Some(after)).end, window.end);
+        assert_eq!(window.until(None).end, window.end);
     }
 }
