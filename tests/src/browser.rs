@@ -39,7 +39,7 @@ impl Driver {
     /// Starts `chromedriver`, or returns `None` (said loudly) when the browser is missing
     /// and `REQUIRE_BROWSER=1` is not set.
     pub async fn start_or_skip() -> Option<Driver> {
-        let (Some(chromium), Some(driver)) = (on_path(CHROMIUM), on_path(CHROMEDRIVER)) else {
+        let (Some(_), Some(driver)) = (on_path(CHROMIUM), on_path(CHROMEDRIVER)) else {
             let required = std::env::var("REQUIRE_BROWSER").is_ok_and(|value| value == "1");
             assert!(
                 !required,
@@ -54,7 +54,6 @@ impl Driver {
             );
             return None;
         };
-        let _ = chromium;
         let port = free_port();
         let child = Command::new(driver)
             .arg(format!("--port={port}"))

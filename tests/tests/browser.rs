@@ -92,7 +92,7 @@ async fn step_by_mouse(browser: &Browser, turn: usize) {
         browser
             .click("button[data-action=place]:not([disabled])")
             .await;
-    } else if turn % 3 != 0 && !browser.all("[data-move=place_figure]").await.is_empty() {
+    } else if !turn.is_multiple_of(3) && !browser.all("[data-move=place_figure]").await.is_empty() {
         browser.click("[data-move=place_figure]").await;
     } else if !browser.all("[data-action=pass]").await.is_empty() {
         browser.click("[data-action=pass]").await;
