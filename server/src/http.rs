@@ -124,7 +124,8 @@ pub async fn limit_requests(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(peer)| *peer);
-    let exempt = UNLIMITED_PATHS.contains(&request.uri().path());
+    let path = request.uri().path();
+    let exempt = UNLIMITED_PATHS.contains(&path) || crate::web::is_static(path);
     if let (Some(peer), false) = (peer, exempt)
         && let Err(wait) = state.request_buckets.take(peer.ip())
     {

@@ -21,6 +21,7 @@ pub mod replay;
 pub mod rooms;
 pub mod state;
 pub mod tournament;
+pub mod web;
 pub mod ws;
 
 use crate::bots::BotPool;
@@ -52,6 +53,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(api::system::healthz))
         .route("/readyz", get(api::system::readyz))
         .route("/metrics", get(api::system::metrics))
+        .merge(web::router())
         .method_not_allowed_fallback(http::method_not_allowed)
         .layer(from_fn_with_state(state.clone(), http::limit_requests))
         .layer(from_fn_with_state(state.clone(), http::observe_requests))

@@ -517,6 +517,16 @@ impl Store {
         on_backend!(self, "open_public_lobbies", db => db.open_public_lobbies(offset, limit))
     }
 
+    /// Public games in play, most recently started first, `limit` of them after
+    /// skipping `offset`: the games a spectator can watch.
+    pub async fn playing_public_games(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        on_backend!(self, "playing_public_games", db => db.playing_public_games(offset, limit))
+    }
+
     /// Adds a seat to an open lobby and sets its `seq`.
     ///
     /// Like every call that sets a `seq`, it fails with [`StoreError::Conflict`] unless

@@ -8,7 +8,9 @@
 //! * [`proxy`]: a TCP proxy to cut the server off from its database and reconnect it.
 //! * [`table`]: several clients seated at one game, playing it move by move.
 //! * [`raw`]: raw TCP and WebSocket frames from a chosen client address, for abuse tests.
+//! * [`browser`]: headless Chromium over WebDriver, for the tests of the web client.
 
+pub mod browser;
 pub mod client;
 pub mod database;
 pub mod proxy;

@@ -43,6 +43,7 @@ fn assert_not_stale(binary: &std::path::Path) {
         "core/data",
         "store/src",
         "server/src",
+        "server/web",
         "migrations",
     ] {
         if let Some(newer) = newest_file(&workspace.join(dir)).filter(|(time, _)| *time > built) {

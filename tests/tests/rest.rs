@@ -442,3 +442,112 @@ async fn open_lobbies_are_bounded_per_client() {
         "places come back on cancel and start: {created}"
     );
 }
+
+/// The ids of the items of a lobby page.
+fn ids(page: &Value) -> Vec<&str> {
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| item["id"].as_str().expect("an id"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn games_in_play_are_listed_for_spectators_on_both_backends() {
+    for database in TestDatabase::both() {
+        let server = TestServer::start(&database.url()).await;
+        let api = Api::new(server.http());
+        let open = api.create_lobby("ann", 2, json!({})).await;
+        let playing = api.create_lobby("cat", 2, json!({})).await;
+        api.join(&playing.lobby, "dan").await;
+        api.start(&playing).await;
+        let body = json!({ "name": "hidden", "seats": 2, "public": false, "display_name": "eve" });
+        let (status, private) = api.post("/api/lobbies", body).await;
+        assert_eq!(status, 201, "{private}");
+        let private_id = private["lobby"]["id"].as_str().unwrap();
+        let invite = private["invite_code"].as_str().unwrap();
+        let (status, _) = api
+            .post(
+                &format!("/api/lobbies/{private_id}/join"),
+                json!({ "display_name": "fay", "invite_code": invite }),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let token = private["seat_token"].as_str().unwrap();
+        let (status, _) = api
+            .post_as(
+                &format!("/api/lobbies/{private_id}/start"),
+                token,
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200);
+
+        let (status, games) = api.get("/api/games").await;
+        assert_eq!(status, 200, "{}: {games}", database.kind());
+        assert_eq!(
+            ids(&games),
+            vec![playing.lobby.as_str()],
+            "{}",
+            database.kind()
+        );
+        assert_eq!(games["items"][0]["status"], "playing");
+        assert_eq!(games["items"][0]["seats"].as_array().unwrap().len(), 2);
+        let (_, lobbies) = api.get("/api/lobbies").await;
+        assert_eq!(ids(&lobbies), vec![open.lobby.as_str()]);
+        let (_, second) = api.get("/api/games?page=2&per_page=1").await;
+        assert!(ids(&second).is_empty(), "{second}");
+        let (status, body) = api.get("/api/games?per_page=0").await;
+        assert_eq!((status, code(&body)), (400, "bad_request"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_client_is_served_with_its_headers() {
+    let (_db, server, _api) = server().await;
+    let http = reqwest::Client::new();
+    let page = http.get(server.http() + "/").send().await.expect("GET /");
+    assert_eq!(page.status(), 200);
+    let headers = page.headers().clone();
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.contains("script-src 'self'") && policy.contains("default-src 'none'"),
+        "{policy}"
+    );
+    let body = page.text().await.unwrap();
+    assert!(body.contains("/assets/app.js"), "{body}");
+
+    let script = http
+        .get(server.http() + "/assets/app.js")
+        .send()
+        .await
+        .expect("GET app.js");
+    assert_eq!(script.status(), 200);
+    assert!(
+        script.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    let etag = script.headers()["etag"].clone();
+    let again = http
+        .get(server.http() + "/assets/app.js")
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .expect("GET app.js again");
+    assert_eq!(again.status(), 304, "an unchanged asset is not sent again");
+    let missing = http
+        .get(server.http() + "/assets/nothing.js")
+        .send()
+        .await
+        .expect("GET a missing asset");
+    assert_eq!(missing.status(), 404);
+}

@@ -264,23 +264,48 @@ pub async fn list_lobbies(
     State(state): State<AppState>,
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<LobbyPage>, AppError> {
-    let page = in_range("page", query.page.unwrap_or(1), 1, MAX_PAGE)?;
-    let per_page = in_range("per_page", query.per_page.unwrap_or(20), 1, MAX_PAGE_SIZE)?;
-    let offset = (page - 1).saturating_mul(per_page);
+    let (page, per_page, offset) = page_bounds(&query)?;
     let rows = state
         .store
         .open_public_lobbies(offset, per_page)
         .await
         .map_err(AppError::from_store)?;
+    Ok(Json(lobby_page(&rows, page, per_page)))
+}
+
+/// The page, its size and the rows to skip, from a query checked against the bounds.
+fn page_bounds(query: &PageQuery) -> Result<(u32, u32, u32), AppError> {
+    let page = in_range("page", query.page.unwrap_or(1), 1, MAX_PAGE)?;
+    let per_page = in_range("per_page", query.per_page.unwrap_or(20), 1, MAX_PAGE_SIZE)?;
+    Ok((page, per_page, (page - 1).saturating_mul(per_page)))
+}
+
+fn lobby_page(rows: &[(LobbyRow, Vec<SeatRow>)], page: u32, per_page: u32) -> LobbyPage {
     let items = rows
         .iter()
         .map(|(lobby, seats)| lobby_view(lobby, seats))
         .collect();
-    Ok(Json(LobbyPage {
+    LobbyPage {
         items,
         page,
         per_page,
-    }))
+    }
+}
+
+#[utoipa::path(get, path = "/api/games", tag = "lobbies", params(PageQuery),
+    responses((status = 200, body = LobbyPage, description = "Public games in play, most recently started first: the games to watch at /ws/games/{id} as a spectator"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed query string")))]
+pub async fn list_games(
+    State(state): State<AppState>,
+    AppQuery(query): AppQuery<PageQuery>,
+) -> Result<Json<LobbyPage>, AppError> {
+    let (page, per_page, offset) = page_bounds(&query)?;
+    let rows = state
+        .store
+        .playing_public_games(offset, per_page)
+        .await
+        .map_err(AppError::from_store)?;
+    Ok(Json(lobby_page(&rows, page, per_page)))
 }
 
 #[utoipa::path(get, path = "/api/lobbies/{id}", tag = "lobbies",

@@ -60,29 +60,68 @@ impl SqlStore {
         offset: u32,
         limit: u32,
     ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
-        let mut tx = self.begin_snapshot().await?;
-        let lobbies = sqlx::query(concat!(
+        const LOBBIES: &str = concat!(
             "SELECT ",
             lobby_columns!(),
             " FROM lobbies WHERE status = 'open' AND is_public \
              ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2"
-        ))
-        .bind(i64::from(limit))
-        .bind(i64::from(offset))
-        .fetch_all(&mut *tx)
-        .await?;
-        let seats = sqlx::query(concat!(
+        );
+        const SEATS: &str = concat!(
             "SELECT lobby_id, ",
             seat_columns!(),
             " FROM seats WHERE lobby_id IN (SELECT id FROM lobbies \
              WHERE status = 'open' AND is_public \
              ORDER BY created_at DESC, id DESC LIMIT $1 OFFSET $2) \
              ORDER BY lobby_id, seat"
-        ))
-        .bind(i64::from(limit))
-        .bind(i64::from(offset))
-        .fetch_all(&mut *tx)
-        .await?;
+        );
+        self.lobby_page(LOBBIES, SEATS, offset, limit).await
+    }
+
+    /// Public games in play, most recently started first: what a spectator can watch.
+    /// The `lobbies_live` index holds exactly the open and playing lobbies.
+    pub(crate) async fn playing_public_games(
+        &self,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        const LOBBIES: &str = concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE status = 'playing' AND is_public \
+             ORDER BY started_at DESC, id DESC LIMIT $1 OFFSET $2"
+        );
+        const SEATS: &str = concat!(
+            "SELECT lobby_id, ",
+            seat_columns!(),
+            " FROM seats WHERE lobby_id IN (SELECT id FROM lobbies \
+             WHERE status = 'playing' AND is_public \
+             ORDER BY started_at DESC, id DESC LIMIT $1 OFFSET $2) \
+             ORDER BY lobby_id, seat"
+        );
+        self.lobby_page(LOBBIES, SEATS, offset, limit).await
+    }
+
+    /// One page of lobbies and their seats, read in one snapshot: `lobbies` selects the
+    /// page in order and `seats` the seats of exactly that page (both take the same
+    /// `LIMIT $1 OFFSET $2`).
+    async fn lobby_page(
+        &self,
+        lobbies: &'static str,
+        seats: &'static str,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let lobbies = sqlx::query(lobbies)
+            .bind(i64::from(limit))
+            .bind(i64::from(offset))
+            .fetch_all(&mut *tx)
+            .await?;
+        let seats = sqlx::query(seats)
+            .bind(i64::from(limit))
+            .bind(i64::from(offset))
+            .fetch_all(&mut *tx)
+            .await?;
         tx.commit().await?;
         let mut seats = group_rows(&seats, "lobby_id", seat_from_row)?;
         lobbies

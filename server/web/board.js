@@ -1,0 +1,211 @@
+// The board: placed tiles, figures, the legal cells to place on and the legal figure
+// spots, in one SVG that pans (drag) and zooms (wheel, pinch, buttons). It draws only
+// what it is given; which cells and spots are legal always comes from the server.
+
+import { h, s, SEAT_COLOURS } from "./dom.js";
+import { spotPoints, rotatePoint, tileDefs, tileUse } from "./tiles.js";
+
+const MIN_SPAN = 250;
+const MAX_SPAN = 6000;
+
+/** Puts the tile symbols in the page once; every board refers to them. */
+function ensureDefs(tiles) {
+  if (document.getElementById("tile-defs")) return;
+  const holder = s("svg", { id: "tile-defs", width: 0, height: 0, "aria-hidden": "true", class: "defs" }, tileDefs(tiles));
+  document.body.append(holder);
+}
+
+/** A figure's outline: a meeple, a larger one for the big meeple, a hooded one for the abbot. */
+function figureShape(kind, colour, [x, y], label) {
+  const scale = kind === "big" ? 1.35 : 1;
+  const meeple = "M0 -12a4.5 4.5 0 1 1 0.01 0M-4 -7h8l7 5-2 3-5-2 4 12h-6l-2-5-2 5h-6l4-12-5 2-2-3z";
+  const abbot = "M0 -13a4.5 4.5 0 1 1 0.01 0M-5 -8h10l3 19h-16z";
+  return s("path", {
+    d: kind === "abbot" ? abbot : meeple,
+    transform: `translate(${x} ${y}) scale(${scale})`,
+    fill: colour, class: "figure",
+  }, s("title", { text: label }));
+}
+
+export class Board {
+  constructor(tiles, label) {
+    ensureDefs(tiles);
+    this.tiles = tiles;
+    this.view = { x: 50, y: 50, span: 700 };
+    this.tileLayer = s("g", { class: "tiles" });
+    this.previewLayer = s("g", { class: "preview" });
+    this.figureLayer = s("g", { class: "figures" });
+    this.targetLayer = s("g", { class: "targets" });
+    this.svg = s("svg", { class: "board", role: "group", "aria-label": label, tabindex: "-1" },
+      this.tileLayer, this.previewLayer, this.figureLayer, this.targetLayer);
+    this.element = h("div", { class: "board-wrap" }, this.svg, this.zoomControls());
+    this.listenForPanAndZoom();
+    this.applyView();
+  }
+
+  zoomControls() {
+    const button = (text, label, action) => h("button", { type: "button", "aria-label": label, title: label, onclick: action }, text);
+    return h("div", { class: "zoom" },
+      button("+", "Zoom in", () => this.zoomBy(0.8)),
+      button("−", "Zoom out", () => this.zoomBy(1.25)),
+      button("⤢", "Fit the board", () => {
+        this.steered = false;
+        this.fit();
+      }));
+  }
+
+  /** Draws the board. `state` is `{board, figures, targets, preview, spots}`. */
+  render({ board = [], figures = [], targets = [], preview = null, spots = [] }) {
+    this.cells = new Map(board.map(([x, y, id, rotation]) => [x + "," + y, [id, rotation]]));
+    this.bounds = this.boundsOf(board, targets);
+    this.renderTiles(board);
+    this.previewLayer.replaceChildren(...(preview ? [tileUse(preview.id, preview.x, preview.y, preview.rotation, { class: "tile preview" })] : []));
+    this.figureLayer.replaceChildren(...figures.map((figure) => this.figure(figure, preview)));
+    this.targetLayer.replaceChildren(...targets.map((target) => this.target(target)), ...spots.map((spot) => this.spot(spot)));
+    // Until the viewer pans or zooms, the view follows the board as it grows.
+    if (!this.steered && board.length) this.fit();
+  }
+
+  /**
+   * Keeps the tiles already drawn and adds only the new ones: the board only grows, in
+   * the order placed, so a move's redraw touches one element instead of every tile.
+   */
+  renderTiles(board) {
+    const drawn = this.tileLayer.children;
+    let same = 0;
+    while (same < drawn.length && same < board.length && drawn[same].dataset.key === board[same].join()) same++;
+    while (drawn.length > same) drawn[drawn.length - 1].remove();
+    for (const [x, y, id, rotation] of board.slice(same)) {
+      this.tileLayer.append(tileUse(id, x, y, rotation, { "data-key": [x, y, id, rotation].join() }));
+    }
+  }
+
+  boundsOf(board, targets) {
+    const xs = [...board.map((t) => t[0]), ...targets.map((t) => t.x)];
+    const ys = [...board.map((t) => t[1]), ...targets.map((t) => t.y)];
+    if (!xs.length) return { minX: 0, maxX: 0, minY: 0, maxY: 0 };
+    return { minX: Math.min(...xs), maxX: Math.max(...xs), minY: Math.min(...ys), maxY: Math.max(...ys) };
+  }
+
+  /** Where a spot of the tile at (x, y) is, in board units. */
+  spotAt(x, y, spot, fallback) {
+    const [id, rotation] = this.cells.get(x + "," + y) || fallback || [];
+    const tile = this.tiles.get(id);
+    const point = tile && spotPoints(tile)[spot];
+    const [px, py] = point ? rotatePoint(point, rotation) : [50, 50];
+    return [x * 100 + px, y * 100 + py];
+  }
+
+  figure({ player, figure, x, y, spot }) {
+    const label = `${figure} of seat ${player + 1} on ${spot} at ${x},${y}`;
+    return figureShape(figure, SEAT_COLOURS[player % SEAT_COLOURS.length], this.spotAt(x, y, spot), label);
+  }
+
+  target({ x, y, label, selected, onpick }) {
+    return s("rect", {
+      x: x * 100 + 4, y: y * 100 + 4, width: 92, height: 92, rx: 8,
+      class: selected ? "target selected" : "target", tabindex: "0", role: "button",
+      "aria-label": label, "aria-pressed": selected ? "true" : "false", "data-cell": x + "," + y,
+      onclick: (event) => !this.dragged && onpick(event),
+      onkeydown: (event) => (event.key === "Enter" || event.key === " ") && (event.preventDefault(), onpick(event)),
+    });
+  }
+
+  spot({ x, y, spot, label, onpick, kind = "spot" }) {
+    const [cx, cy] = this.spotAt(x, y, spot);
+    return s("circle", {
+      cx, cy, r: 11, class: kind, tabindex: "0", role: "button", "aria-label": label, "data-spot": spot,
+      onclick: (event) => !this.dragged && onpick(event),
+      onkeydown: (event) => (event.key === "Enter" || event.key === " ") && (event.preventDefault(), onpick(event)),
+    }, s("title", { text: label }));
+  }
+
+  /** Shows the whole board and every target. */
+  fit() {
+    const { minX, maxX, minY, maxY } = this.bounds || { minX: 0, maxX: 0, minY: 0, maxY: 0 };
+    this.view = {
+      x: ((minX + maxX + 1) / 2) * 100,
+      y: ((minY + maxY + 1) / 2) * 100,
+      span: Math.min(MAX_SPAN, Math.max(MIN_SPAN * 2, (Math.max(maxX - minX, maxY - minY) + 2) * 100)),
+    };
+    this.applyView();
+  }
+
+  /** Keeps cell (x, y) in sight, moving the view only when it is out of it. */
+  reveal(x, y) {
+    const half = this.view.span / 2;
+    const [cx, cy] = [x * 100 + 50, y * 100 + 50];
+    if (Math.abs(cx - this.view.x) > half - 60 || Math.abs(cy - this.view.y) > half - 60) {
+      this.view.x = cx;
+      this.view.y = cy;
+      this.applyView();
+    }
+  }
+
+  /** A zoom by the viewer: from now on the view stays where they put it. */
+  zoomBy(factor) {
+    this.steered = true;
+    this.zoom(factor);
+  }
+
+  zoom(factor) {
+    this.view.span = Math.min(MAX_SPAN, Math.max(MIN_SPAN, this.view.span * factor));
+    this.applyView();
+  }
+
+  applyView() {
+    const { x, y, span } = this.view;
+    this.svg.setAttribute("viewBox", `${x - span / 2} ${y - span / 2} ${span} ${span}`);
+  }
+
+  /** Board units per screen pixel (the board keeps its aspect ratio, "meet"). */
+  unitsPerPixel() {
+    const box = this.svg.getBoundingClientRect();
+    return this.view.span / Math.max(1, Math.min(box.width, box.height));
+  }
+
+  listenForPanAndZoom() {
+    const pointers = new Map();
+    let pinch = 0;
+    this.svg.addEventListener("pointerdown", (event) => {
+      pointers.set(event.pointerId, [event.clientX, event.clientY]);
+      this.dragged = false;
+      this.travel = 0;
+    });
+    this.svg.addEventListener("pointermove", (event) => {
+      const last = pointers.get(event.pointerId);
+      if (!last) return;
+      const now = [event.clientX, event.clientY];
+      pointers.set(event.pointerId, now);
+      if (pointers.size === 2) {
+        const [a, b] = [...pointers.values()];
+        const distance = Math.hypot(a[0] - b[0], a[1] - b[1]);
+        if (pinch) this.zoomBy(pinch / distance);
+        pinch = distance;
+        this.dragged = true;
+        return;
+      }
+      this.travel += Math.abs(now[0] - last[0]) + Math.abs(now[1] - last[1]);
+      if (this.travel < 6) return;
+      if (!this.dragged) this.svg.setPointerCapture(event.pointerId);
+      this.dragged = true;
+      this.steered = true;
+      const scale = this.unitsPerPixel();
+      this.view.x -= (now[0] - last[0]) * scale;
+      this.view.y -= (now[1] - last[1]) * scale;
+      this.applyView();
+    });
+    const release = (event) => {
+      pointers.delete(event.pointerId);
+      pinch = 0;
+      // A click follows pointerup: let it see `dragged` before it is cleared.
+      setTimeout(() => (this.dragged = false), 0);
+    };
+    this.svg.addEventListener("pointerup", release);
+    this.svg.addEventListener("pointercancel", release);
+    this.svg.addEventListener("wheel", (event) => {
+      event.preventDefault();
+      this.zoomBy(event.deltaY > 0 ? 1.15 : 1 / 1.15);
+    }, { passive: false });
+  }
+}
