@@ -52,6 +52,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         ),
         sqlite: include_str!("../../migrations/sqlite/0003_clocks_seat_control_match_status.sql"),
     },
+    EmbeddedMigration {
+        version: 4,
+        description: "game leases",
+        postgres: include_str!("../../migrations/postgres/0004_game_leases.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0004_game_leases.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on
