@@ -2,9 +2,11 @@
 //!
 //! The server decides what to tell a client from the variant alone: `Unavailable` means
 //! "try again", `Conflict` means the write was already made, `NotFound` that a row is
-//! missing. So the mapping must put every transient failure (lost connection, pool
-//! timeout, a locked SQLite file, a Postgres shutdown) under `Unavailable`, and nothing
-//! else.
+//! missing, `NotOwner` that another node owns the game now. So the mapping must put every
+//! transient failure (lost connection, pool timeout, a locked SQLite file, a Postgres
+//! shutdown) under `Unavailable`, and nothing else, and the fencing trigger's own SQLSTATE
+//! under `NotOwner`: a fenced node that took it for an outage would retry and keep a game
+//! it no longer owns.
 
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::migrate::MigrateError;
@@ -56,6 +58,7 @@ fn from_database_error(error: &dyn DatabaseError) -> StoreError {
         // A seat or a match naming a player identity that was never created.
         ErrorKind::ForeignKeyViolation => StoreError::NotFound,
         _ => match postgres_sqlstate(error) {
+            Some(sqlstate) if sqlstate == FENCED_SQLSTATE => StoreError::NotOwner(message),
             Some(sqlstate) if is_transient_postgres(&sqlstate) => StoreError::Unavailable(message),
             Some(sqlstate) if is_configuration_postgres(&sqlstate) => StoreError::Config(message),
             Some(_) => StoreError::Corrupt(message),
@@ -66,6 +69,11 @@ fn from_database_error(error: &dyn DatabaseError) -> StoreError {
         },
     }
 }
+
+/// The SQLSTATE that the fencing trigger of migration 4 (`lobbies_fence_owner`) raises
+/// when a session that is not the game's owner node tries to change its `seq`. Class CF
+/// is not one of Postgres's, so no other error can carry it.
+pub(crate) const FENCED_SQLSTATE: &str = "CF001";
 
 /// The SQLSTATE of a Postgres error. Both backends report their codes as strings of
 /// digits, so the code alone does not say whose it is: the error's type does.
@@ -132,6 +140,9 @@ mod tests {
         for sqlstate in ["28P01", "28000", "3D000"] {
             assert!(is_configuration_postgres(sqlstate), "{sqlstate}");
         }
+        // The fence's refusal must not be taken for an outage and retried.
+        assert!(!is_transient_postgres(FENCED_SQLSTATE));
+        assert!(!is_configuration_postgres(FENCED_SQLSTATE));
     }
 
     #[test]

@@ -11,7 +11,10 @@
 //! A batch holds at most one move per game, so that the guard on each game's `seq`
 //! decides alone whether its move lands. When the batch as a whole is refused (a repeated
 //! command id, a game that is no longer playing), its moves are written again one by one,
-//! so that each gets the precise answer it would have had on its own.
+//! so that each gets the precise answer it would have had on its own. A move of a game
+//! another node owns (cluster mode on Postgres) is left unwritten by the batch and then
+//! refused alone with [`StoreError::NotOwner`], so a node that lost one game's lease
+//! holds up no other game's moves.
 
 use std::collections::HashSet;
 use std::time::Duration;

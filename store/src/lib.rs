@@ -21,6 +21,13 @@
 //!   call returns [`StoreError::Conflict`], or [`StoreError::NotFound`] for a lobby that
 //!   does not exist. A repeated command is therefore always a conflict, never a second
 //!   application.
+//! * On Postgres shared by several server nodes, a live game is owned by the node that
+//!   holds its lease (see [`Store::acquire_lease`]), and a change that sets its `seq` from
+//!   any other node (or from a store that names no node) is refused by the database with
+//!   [`StoreError::NotOwner`], and nothing is written. This fencing is what makes a fork
+//!   impossible when two nodes both believe they own a game, whatever their clocks and
+//!   memories say. A game no node owns, as every game of a single-node server, is written
+//!   by anyone as before.
 //! * A player identity holds at most one seat of a lobby and of a match.
 //! * Every call that writes more than one row does so in one transaction.
 //! * Every call ends within [`StoreOptions::operation_timeout`], with
@@ -117,9 +124,15 @@ pub enum StoreError {
     /// Stored data could not be decoded (a bug or a hand-edited database).
     #[error("corrupt data: {0}")]
     Corrupt(String),
-    /// The URL or the migrations are wrong.
+    /// The URL or the migrations are wrong, or the call needs what this backend lacks
+    /// (leases need Postgres).
     #[error("configuration: {0}")]
     Config(String),
+    /// The write was refused because another node owns the game (its lease was taken
+    /// over): this node must stop running the game, since the owner now decides it.
+    /// Nothing was written. The message names the game and its owner.
+    #[error("not the owner: {0}")]
+    NotOwner(String),
 }
 
 /// A lasting player identity. The secret is only ever stored hashed.
@@ -422,7 +435,13 @@ impl Store {
     /// Opening a connection is bounded by the acquire timeout; the migrations themselves
     /// are not bounded, because one cut short would only be rolled back and started over
     /// at the next start-up.
+    ///
+    /// With [`StoreOptions::node`] set, every connection names that node to the database
+    /// so that the fencing trigger can refuse its writes to games it does not own; that
+    /// needs Postgres, and on SQLite this fails with
+    /// `StoreError::Config("cluster mode needs Postgres")`, before opening anything.
     pub async fn connect_with(options: &StoreOptions) -> Result<Store, StoreError> {
+        options.checked_node()?;
         let backend = match options.backend()? {
             Backend::Postgres => BackendStore::Postgres(postgres::connect(options).await?),
             Backend::Sqlite => BackendStore::Sqlite(sqlite::connect(options).await?),
@@ -534,6 +553,8 @@ impl Store {
     /// status (open here), and with [`StoreError::NotFound`] when there is no such lobby.
     /// A seat number already taken, or a player identity already seated in this lobby, is
     /// also a conflict; a `player_id` with no player row is [`StoreError::NotFound`].
+    /// When another node owns the lobby, this and every other call that sets a `seq`
+    /// fails with [`StoreError::NotOwner`] instead, whatever the `seq`.
     pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
         on_backend!(self, "add_seat", db => db.add_seat(lobby, seat, seq))
     }
@@ -593,7 +614,8 @@ impl Store {
     /// `(seat, command_id)` is already written, or when the game is not playing.
     ///
     /// The move is written in a batch with other games' moves (see `group_commit`); this
-    /// returns once that batch has committed.
+    /// returns once that batch has committed. A move of a game another node owns is
+    /// refused with [`StoreError::NotOwner`] without holding up the rest of its batch.
     pub async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
         self.bounded("append_move", self.moves.append(game, mv.clone()))
             .await

@@ -28,6 +28,16 @@ pub struct StoreOptions {
     /// bounds a call when the database stops answering altogether (a frozen host, a
     /// network that drops packets), which no server-side timeout can.
     pub operation_timeout: Duration,
+    /// The name of this server node when several nodes share one Postgres database
+    /// (cluster mode); `None` for a server that runs alone, the default.
+    ///
+    /// Every pooled connection then names its node to the database (the session setting
+    /// `carcassonne.node`), so that the fencing trigger of migration 4 can refuse any
+    /// change of a game's `seq` that does not come from the node holding the game's lease
+    /// ([`StoreError::NotOwner`]). It must be unique among the nodes and not empty. SQLite
+    /// serves one node only, so [`Store::connect_with`](crate::Store::connect_with)
+    /// refuses a node name on SQLite.
+    pub node: Option<String>,
 }
 
 impl StoreOptions {
@@ -46,6 +56,7 @@ impl StoreOptions {
             busy_timeout: StoreOptions::DEFAULT_BUSY_TIMEOUT,
             statement_timeout: StoreOptions::DEFAULT_STATEMENT_TIMEOUT,
             operation_timeout: StoreOptions::DEFAULT_OPERATION_TIMEOUT,
+            node: None,
         }
     }
 
@@ -54,6 +65,22 @@ impl StoreOptions {
     /// that a caller waiting for that connection still has time to get a fresh one.
     pub(crate) fn release_check_timeout(&self) -> Duration {
         self.acquire_timeout / 2
+    }
+
+    /// The node name, checked: `None` alone, or a non-empty name on Postgres. An empty
+    /// name is refused because it could not be told apart from a session that names no
+    /// node, once the setting has been reset.
+    pub(crate) fn checked_node(&self) -> Result<Option<&str>, StoreError> {
+        let Some(node) = self.node.as_deref() else {
+            return Ok(None);
+        };
+        if self.backend()? != Backend::Postgres {
+            return Err(StoreError::Config("cluster mode needs Postgres".into()));
+        }
+        if node.is_empty() {
+            return Err(StoreError::Config("the node name must not be empty".into()));
+        }
+        Ok(Some(node))
     }
 
     /// Which database the URL names, from its scheme.
@@ -82,5 +109,29 @@ mod tests {
         assert_eq!(backend("sqlite::memory:"), Some(Backend::Sqlite));
         assert_eq!(backend("mysql://u@h/db"), None);
         assert_eq!(backend("carcassonne.db"), None);
+    }
+
+    #[test]
+    fn a_node_name_needs_postgres_and_a_name() {
+        let checked = |url: &str, node: Option<&str>| {
+            let options = StoreOptions {
+                node: node.map(str::to_owned),
+                ..StoreOptions::new(url)
+            };
+            options.checked_node().map(|node| node.map(str::to_owned))
+        };
+        assert_eq!(checked("sqlite://x.db", None).ok(), Some(None));
+        assert_eq!(
+            checked("postgres://u@h/db", Some("a")).ok(),
+            Some(Some("a".into()))
+        );
+        assert!(matches!(
+            checked("sqlite://x.db", Some("a")),
+            Err(StoreError::Config(message)) if message == "cluster mode needs Postgres"
+        ));
+        assert!(matches!(
+            checked("postgres://u@h/db", Some("")),
+            Err(StoreError::Config(_))
+        ));
     }
 }

@@ -31,6 +31,16 @@ pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT now() = statement_timestamp
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN";
 
+/// A lobby's status and `seq`, and whether another node owns it: live, with an owner that
+/// is not the node this session names (see migration 4). Read when a guarded write
+/// changed nothing, to say why.
+pub(crate) const LOBBY_STATE: &str = "\
+    SELECT status, seq, owner_node, \
+           (status IN ('open', 'playing') AND owner_node IS NOT NULL \
+            AND owner_node IS DISTINCT FROM current_setting('carcassonne.node', true)) \
+           AS fenced \
+    FROM lobbies WHERE id = $1";
+
 /// One line of the plan `EXPLAIN` returns: Postgres gives it as one text column.
 pub(crate) fn plan_line(row: &PgRow) -> Result<String, StoreError> {
     Ok(row.try_get(0)?)
@@ -45,7 +55,9 @@ pub(crate) mod queries;
 /// Writes a batch of moves, each of a different game, in one statement: the guarded update of every game's `seq`, then the
 /// insert of the moves whose game it advanced. Which moves were written comes back in
 /// the statement's rows; a repeated command id fails the whole statement, and nothing
-/// is written.
+/// is written. A game owned by another node is left out by the guard rather than
+/// refused by the fencing trigger, which would fail the whole statement: its move comes
+/// back unwritten, and its own write then gets [`StoreError::NotOwner`].
 const WRITE_MOVES: &str = "\
     WITH batch AS ( \
         SELECT * FROM unnest($1::uuid[], $2::int8[], $3::int2[], $4::text[], $5::text[], \
@@ -55,6 +67,8 @@ const WRITE_MOVES: &str = "\
         UPDATE lobbies SET seq = batch.seq FROM batch \
         WHERE lobbies.id = batch.game_id AND lobbies.status = 'playing' \
           AND lobbies.seq < batch.seq \
+          AND (lobbies.owner_node IS NULL \
+               OR lobbies.owner_node = current_setting('carcassonne.node', true)) \
         RETURNING lobbies.id \
     ) \
     INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at, origin) \
@@ -153,10 +167,28 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
         ("statement_timeout", timeout.as_str()),
         ("idle_in_transaction_session_timeout", timeout.as_str()),
     ]);
-    let pool = queries::pool_options(options)
-        .connect_with(with_timeouts)
-        .await?;
+    let mut pool_options = queries::pool_options(options);
+    if let Some(node) = options.checked_node()? {
+        let node = node.to_owned();
+        pool_options = pool_options.after_connect(move |connection, _metadata| {
+            let node = node.clone();
+            Box::pin(async move { name_node(connection, &node).await })
+        });
+    }
+    let pool = pool_options.connect_with(with_timeouts).await?;
     Ok(queries::SqlStore::new(pool))
+}
+
+/// Names this session's node to the database for the whole session (`is_local` false),
+/// before the pool hands the connection to anyone, so that the fencing trigger knows
+/// which node every write of this store comes from. A bound parameter rather than a
+/// startup option, so that any name passes unescaped.
+async fn name_node(connection: &mut sqlx::PgConnection, node: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("SELECT set_config('carcassonne.node', $1, false)")
+        .bind(node)
+        .execute(connection)
+        .await?;
+    Ok(())
 }
 
 /// Applies the migrations on a pool of one connection of their own, opened within

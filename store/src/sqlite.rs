@@ -27,6 +27,11 @@ pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
 
+/// A lobby's status and `seq`, read when a guarded write changed nothing, to say why.
+/// An SQLite store is always the one node of its server, so no other node owns a game.
+pub(crate) const LOBBY_STATE: &str =
+    "SELECT status, seq, owner_node, FALSE AS fenced FROM lobbies WHERE id = $1";
+
 /// One step of the plan `EXPLAIN QUERY PLAN` returns, from its `detail` column.
 pub(crate) fn plan_line(row: &SqliteRow) -> Result<String, StoreError> {
     Ok(row.try_get("detail")?)

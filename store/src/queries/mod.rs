@@ -2,7 +2,7 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `OUTSIDE_TRANSACTION`, `EXPLAIN` and `plan_line`. So every query exists twice with concrete types, with no generic
+//! `BEGIN_SNAPSHOT`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line` and `LOBBY_STATE`. So every query exists twice with concrete types, with no generic
 //! bounds over sqlx's traits, and both copies run the same SQL text: `$n` placeholders,
 //! which SQLite accepts too, and only SQL that both dialects read the same way. The
 //! column types differ (see `migrations/`), the values bound and read do not.
@@ -52,7 +52,9 @@ use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{Database, Pool, Row, Transaction};
 use uuid::Uuid;
 
-use super::{BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, OUTSIDE_TRANSACTION, plan_line};
+use super::{
+    BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, LOBBY_STATE, OUTSIDE_TRANSACTION, plan_line,
+};
 use crate::convert::status_to_column;
 use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};
 
@@ -188,7 +190,12 @@ impl SqlStore {
 /// Succeeds when a guarded lobby update changed its row. Every update that sets a lobby's
 /// `seq` is guarded by `id = lobby AND status IN expected AND seq < new seq`; when it
 /// changed nothing this says why: [`StoreError::NotFound`] when the lobby does not exist,
-/// otherwise [`StoreError::Conflict`] naming the status and `seq` it has.
+/// [`StoreError::NotOwner`] when it is live and another node owns it (Postgres in cluster
+/// mode), otherwise [`StoreError::Conflict`] naming the status and `seq` it has.
+///
+/// Ownership comes before the `seq`: a node that lost a game and writes a `seq` the new
+/// owner has already written must learn that it lost the game, not that its write was
+/// made, which is what a conflict tells the server.
 async fn ensure_lobby_updated(
     tx: &mut Tx,
     rows_affected: u64,
@@ -199,7 +206,7 @@ async fn ensure_lobby_updated(
     if rows_affected == 1 {
         return Ok(());
     }
-    let row = sqlx::query("SELECT status, seq FROM lobbies WHERE id = $1")
+    let row = sqlx::query(LOBBY_STATE)
         .bind(lobby)
         .fetch_optional(&mut **tx)
         .await?;
@@ -208,6 +215,13 @@ async fn ensure_lobby_updated(
     };
     let status: String = row.try_get("status")?;
     let current_seq: i64 = row.try_get("seq")?;
+    if row.try_get::<bool, _>("fenced")? {
+        let owner: Option<String> = row.try_get("owner_node")?;
+        let owner = owner.unwrap_or_default();
+        return Err(StoreError::NotOwner(format!(
+            "game {lobby} is owned by node {owner}; writing seq {seq} needs its lease"
+        )));
+    }
     let expected: Vec<&str> = expected.iter().copied().map(status_to_column).collect();
     let expected = expected.join(" or ");
     Err(StoreError::Conflict(format!(

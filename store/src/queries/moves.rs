@@ -35,7 +35,11 @@ impl SqlStore {
     ) -> Vec<Result<(), StoreError>> {
         let written = match super::super::write_moves_together(self, moves).await {
             Ok(written) => written,
-            Err(StoreError::Conflict(_) | StoreError::NotFound) => vec![false; moves.len()],
+            // A refusal that concerns one game (a conflict, a missing game, a game another
+            // node owns) says nothing of the others.
+            Err(StoreError::Conflict(_) | StoreError::NotFound | StoreError::NotOwner(_)) => {
+                vec![false; moves.len()]
+            }
             Err(other) => return vec![Err(other); moves.len()],
         };
         let mut answers = Vec::with_capacity(moves.len());
