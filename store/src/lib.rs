@@ -46,6 +46,7 @@
 mod convert;
 mod error;
 mod group_commit;
+mod leases;
 mod match_query;
 mod options;
 mod postgres;
@@ -58,6 +59,7 @@ use uuid::Uuid;
 
 use group_commit::MoveWriter;
 
+pub use leases::LeaseHolder;
 pub use options::StoreOptions;
 
 use std::time::Duration;
@@ -393,6 +395,21 @@ pub struct PoolStatus {
     pub max: u32,
 }
 
+/// Runs a Postgres-only call (the leases) on a Postgres store, bounded like every call;
+/// on SQLite it fails with [`StoreError::Config`], since an SQLite store serves one node
+/// and has nothing to lease.
+macro_rules! on_postgres {
+    ($store:expr, $operation:literal, $db:ident => $call:expr) => {
+        match &$store.backend {
+            BackendStore::Postgres($db) => $store.bounded($operation, $call).await,
+            BackendStore::Sqlite(_) => Err(StoreError::Config(format!(
+                "{} needs Postgres: leases exist only in cluster mode",
+                $operation
+            ))),
+        }
+    };
+}
+
 /// The same queries, compiled once per database driver.
 #[derive(Clone, Debug)]
 enum BackendStore {
@@ -645,6 +662,67 @@ impl Store {
     /// Oldest lobby first.
     pub async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
         on_backend!(self, "live_games", db => db.live_games())
+    }
+
+    /// One unfinished lobby or game, as [`Store::live_games`] returns them, read in one
+    /// snapshot; `None` when there is no lobby with this id or it is finished or
+    /// cancelled. A node restores a game it takes over with this.
+    pub async fn live_game(&self, id: Uuid) -> Result<Option<LiveGame>, StoreError> {
+        on_backend!(self, "live_game", db => db.live_game(id))
+    }
+
+    /// Takes or renews the lease of live game `game` for `node` when it is free (owner
+    /// NULL), lapsed, or already `node`'s. True when `node` now holds it.
+    ///
+    /// The lease runs until the database's `now()` plus `ttl`. False when another node
+    /// holds an unexpired lease, or when there is no open or playing game with this id.
+    /// Postgres only ([`StoreError::Config`] on SQLite), like every lease call.
+    pub async fn acquire_lease(
+        &self,
+        game: Uuid,
+        node: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        on_postgres!(self, "acquire_lease", db => db.acquire_lease(game, node, ttl))
+    }
+
+    /// Extends every lease `node` holds on live games; returns the ids it still holds.
+    ///
+    /// Each is extended to the database's `now()` plus `ttl`, lapsed ones included as
+    /// long as no other node took them over. A game missing from the answer was taken
+    /// over (or has ended): the node must stop running it, and its writes to it would be
+    /// refused with [`StoreError::NotOwner`] anyway.
+    pub async fn renew_leases(&self, node: &str, ttl: Duration) -> Result<Vec<Uuid>, StoreError> {
+        on_postgres!(self, "renew_leases", db => db.renew_leases(node, ttl))
+    }
+
+    /// Gives up every lease `node` holds (owner_node = NULL), so others may take them at once.
+    ///
+    /// Returns how many live games it released. For a node that stops: its games need not
+    /// wait for their leases to lapse.
+    pub async fn release_leases(&self, node: &str) -> Result<u64, StoreError> {
+        on_postgres!(self, "release_leases", db => db.release_leases(node))
+    }
+
+    /// Gives up one game's lease if `node` holds it.
+    ///
+    /// Does nothing, successfully, when another node holds it or no node does.
+    pub async fn release_lease(&self, game: Uuid, node: &str) -> Result<(), StoreError> {
+        on_postgres!(self, "release_lease", db => db.release_lease(game, node))
+    }
+
+    /// Who holds a live game's lease. None when there is no live game with this id.
+    pub async fn lease_holder(&self, game: Uuid) -> Result<Option<LeaseHolder>, StoreError> {
+        on_postgres!(self, "lease_holder", db => db.lease_holder(game))
+    }
+
+    /// Live games with no owner or a lapsed lease, oldest first, at most `limit`.
+    ///
+    /// Oldest means created first, as [`Store::live_games`] orders them. These are the
+    /// games a node may take over with [`Store::acquire_lease`]; another node may take
+    /// one first, which that call's `false` says.
+    pub async fn orphaned_games(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
+        on_postgres!(self, "orphaned_games", db => db.orphaned_games(limit))
     }
 
     /// Finished matches, newest first, after `after`, at most `limit` of them. `limit` is

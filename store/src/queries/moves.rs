@@ -11,6 +11,46 @@ use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
 use crate::{FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError};
 
+/// The three reads of live games, all selecting their lobbies by one condition.
+struct LiveQueries {
+    /// The lobbies, oldest first.
+    lobbies: &'static str,
+    /// Their seats, grouped by lobby.
+    seats: &'static str,
+    /// Their moves, grouped by game, in `seq` order.
+    moves: &'static str,
+}
+
+/// The [`LiveQueries`] of the lobbies that satisfy `$condition`, a string literal. The
+/// condition `live_games` uses is the predicate of the partial index `lobbies_live`.
+macro_rules! live_queries {
+    ($condition:literal) => {
+        LiveQueries {
+            lobbies: concat!(
+                "SELECT ",
+                lobby_columns!(),
+                " FROM lobbies WHERE ",
+                $condition,
+                " ORDER BY created_at, id"
+            ),
+            seats: concat!(
+                "SELECT lobby_id, ",
+                seat_columns!(),
+                " FROM seats WHERE lobby_id IN (SELECT id FROM lobbies WHERE ",
+                $condition,
+                ") ORDER BY lobby_id, seat"
+            ),
+            moves: concat!(
+                "SELECT game_id, ",
+                move_columns!(),
+                " FROM moves WHERE game_id IN (SELECT id FROM lobbies WHERE ",
+                $condition,
+                ") ORDER BY game_id, seq"
+            ),
+        }
+    };
+}
+
 impl SqlStore {
     /// The lobby is updated before the move is inserted so that a stale `seq` is reported
     /// as such; a repeated `(seat, command_id)` under a new `seq` then fails on the
@@ -113,36 +153,39 @@ impl SqlStore {
         row.as_ref().map(move_from_row).transpose()
     }
 
-    /// The three reads select their lobbies with the same condition, the predicate of the
-    /// partial index `lobbies_live`, and run in one snapshot so that they agree.
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
+        self.read_live(&live_queries!("status IN ('open', 'playing')"), None)
+            .await
+    }
+
+    /// The one game `live_games` would return with this id, read the same way: a node
+    /// that takes over a game (its owner's lease lapsed) restores that game alone.
+    pub(crate) async fn live_game(&self, id: Uuid) -> Result<Option<LiveGame>, StoreError> {
+        let queries = live_queries!("id = $1 AND status IN ('open', 'playing')");
+        Ok(self.read_live(&queries, Some(id)).await?.pop())
+    }
+
+    /// Reads the lobbies `queries` select, with their seats and moves. The three reads
+    /// select their lobbies with the same condition, and run in one snapshot so that they
+    /// agree; `id`, when given, is bound as `$1` in each.
+    async fn read_live(
+        &self,
+        queries: &LiveQueries,
+        id: Option<Uuid>,
+    ) -> Result<Vec<LiveGame>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
-        let lobbies = sqlx::query(concat!(
-            "SELECT ",
-            lobby_columns!(),
-            " FROM lobbies WHERE status IN ('open', 'playing') ORDER BY created_at, id"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        let seats = sqlx::query(concat!(
-            "SELECT lobby_id, ",
-            seat_columns!(),
-            " FROM seats WHERE lobby_id IN \
-             (SELECT id FROM lobbies WHERE status IN ('open', 'playing')) \
-             ORDER BY lobby_id, seat"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
-        let moves = sqlx::query(concat!(
-            "SELECT game_id, ",
-            move_columns!(),
-            " FROM moves WHERE game_id IN \
-             (SELECT id FROM lobbies WHERE status IN ('open', 'playing')) \
-             ORDER BY game_id, seq"
-        ))
-        .fetch_all(&mut *tx)
-        .await?;
+        let mut rows = Vec::with_capacity(3);
+        for sql in [queries.lobbies, queries.seats, queries.moves] {
+            let query = sqlx::query(sql);
+            let query = match id {
+                Some(id) => query.bind(id),
+                None => query,
+            };
+            rows.push(query.fetch_all(&mut *tx).await?);
+        }
         tx.commit().await?;
+        let [lobbies, seats, moves]: [Vec<DbRow>; 3] =
+            rows.try_into().expect("three queries, three results");
         let mut seats = group_rows(&seats, "lobby_id", seat_from_row)?;
         let mut moves = group_rows(&moves, "game_id", move_from_row)?;
         lobbies

@@ -1,0 +1,157 @@
+//! Game ownership leases, for several server nodes sharing one Postgres database.
+//!
+//! Each live game (a lobby that is open or playing) is decided by one node at a time, its
+//! owner, named in `lobbies.owner_node` until `lobbies.lease_until`. The owner renews its
+//! leases well within their time to live; when a node stops (a deploy, or a crash) its
+//! leases are released or lapse, and other nodes take the games over and restore them
+//! from their move logs.
+//!
+//! Every time here is the database's clock, `now()`, never a node's: nodes' clocks differ,
+//! and a lease compared against two clocks could be held by two nodes at once. Taking a
+//! lease is one conditional `UPDATE`, so two nodes racing for a game cannot both win: the
+//! second waits for the first's row lock and then finds the game taken.
+//!
+//! A lease does not by itself stop a node that lost it without noticing (a long pause, a
+//! cut network) from writing: that is the fencing trigger's job (migration 4), which
+//! refuses any change of a game's `seq` from a session that does not name the game's
+//! owner, as [`StoreError::NotOwner`](crate::StoreError::NotOwner).
+//!
+//! Leases exist only on Postgres: an SQLite store is always the one node of its server.
+
+use std::time::Duration;
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use crate::StoreError;
+use crate::postgres::queries::SqlStore;
+
+/// Who holds a live game's lease, as [`Store::lease_holder`](crate::Store::lease_holder)
+/// reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseHolder {
+    /// The node that owns the game; `None` when no node does (a single-node server's
+    /// game, or one released by its owner), so that any node may take it at once.
+    pub owner: Option<String>,
+    /// Whether the owner's lease has run out (`lease_until < now()` on the database's
+    /// clock): the owner still fences out other nodes' writes, but any node may take the
+    /// game over. Always `false` when there is no owner.
+    pub lapsed: bool,
+}
+
+/// A lease's time to live as whole microseconds, Postgres's interval resolution, for
+/// `now() + $n * interval '1 microsecond'`. A zero time to live gives a lease that has
+/// lapsed as soon as it is taken, which tests use.
+fn ttl_micros(ttl: Duration) -> Result<i64, StoreError> {
+    i64::try_from(ttl.as_micros())
+        .map_err(|_| StoreError::Config(format!("a lease's time to live of {ttl:?} is too long")))
+}
+
+/// Refuses an empty node name: it cannot be told apart from a session that names no
+/// node, so a lease held under it would fence nothing reliably.
+fn check_node(node: &str) -> Result<(), StoreError> {
+    if node.is_empty() {
+        return Err(StoreError::Config("the node name must not be empty".into()));
+    }
+    Ok(())
+}
+
+impl SqlStore {
+    pub(crate) async fn acquire_lease(
+        &self,
+        game: Uuid,
+        node: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        check_node(node)?;
+        let taken = sqlx::query(
+            "UPDATE lobbies SET owner_node = $2, \
+             lease_until = now() + $3 * interval '1 microsecond' \
+             WHERE id = $1 AND status IN ('open', 'playing') \
+               AND (owner_node IS NULL OR owner_node = $2 OR lease_until < now())",
+        )
+        .bind(game)
+        .bind(node)
+        .bind(ttl_micros(ttl)?)
+        .execute(self.pool())
+        .await?;
+        Ok(taken.rows_affected() == 1)
+    }
+
+    /// A lease that lapsed but was not taken over is renewed too: the node still owns
+    /// the game (the fence still lets its writes through and no one else's), so it may
+    /// as well go on holding it.
+    pub(crate) async fn renew_leases(
+        &self,
+        node: &str,
+        ttl: Duration,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        check_node(node)?;
+        let held = sqlx::query_scalar(
+            "UPDATE lobbies SET lease_until = now() + $2 * interval '1 microsecond' \
+             WHERE owner_node = $1 AND status IN ('open', 'playing') \
+             RETURNING id",
+        )
+        .bind(node)
+        .bind(ttl_micros(ttl)?)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(held)
+    }
+
+    pub(crate) async fn release_leases(&self, node: &str) -> Result<u64, StoreError> {
+        check_node(node)?;
+        let released = sqlx::query(
+            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
+             WHERE owner_node = $1 AND status IN ('open', 'playing')",
+        )
+        .bind(node)
+        .execute(self.pool())
+        .await?;
+        Ok(released.rows_affected())
+    }
+
+    pub(crate) async fn release_lease(&self, game: Uuid, node: &str) -> Result<(), StoreError> {
+        check_node(node)?;
+        sqlx::query(
+            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
+             WHERE id = $1 AND owner_node = $2",
+        )
+        .bind(game)
+        .bind(node)
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn lease_holder(&self, game: Uuid) -> Result<Option<LeaseHolder>, StoreError> {
+        let row = sqlx::query(
+            "SELECT owner_node, COALESCE(lease_until < now(), FALSE) AS lapsed FROM lobbies \
+             WHERE id = $1 AND status IN ('open', 'playing')",
+        )
+        .bind(game)
+        .fetch_optional(self.pool())
+        .await?;
+        row.map(|row| {
+            Ok(LeaseHolder {
+                owner: row.try_get("owner_node")?,
+                lapsed: row.try_get("lapsed")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// The condition is the partial index `lobbies_unleased`'s: a range scan of it finds
+    /// the free and lapsed games, and only those few are sorted by age.
+    pub(crate) async fn orphaned_games(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
+        let orphaned = sqlx::query_scalar(
+            "SELECT id FROM lobbies WHERE status IN ('open', 'playing') \
+             AND COALESCE(lease_until, '-infinity'::timestamptz) < now() \
+             ORDER BY created_at, id LIMIT $1",
+        )
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?;
+        Ok(orphaned)
+    }
+}
