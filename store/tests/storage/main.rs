@@ -12,6 +12,7 @@ mod connection;
 mod control;
 mod faults;
 mod history;
+mod leases;
 mod lobbies;
 mod moves;
 mod pg_proxy;
