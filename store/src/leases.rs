@@ -111,6 +111,16 @@ impl SqlStore {
         Ok(released.rows_affected())
     }
 
+    pub(crate) async fn clear_leases(&self) -> Result<u64, StoreError> {
+        let cleared = sqlx::query(
+            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
+             WHERE owner_node IS NOT NULL AND status IN ('open', 'playing')",
+        )
+        .execute(self.pool())
+        .await?;
+        Ok(cleared.rows_affected())
+    }
+
     pub(crate) async fn release_lease(&self, game: Uuid, node: &str) -> Result<(), StoreError> {
         check_node(node)?;
         sqlx::query(

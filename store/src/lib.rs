@@ -704,6 +704,16 @@ impl Store {
         on_postgres!(self, "release_leases", db => db.release_leases(node))
     }
 
+    /// Clears every live game's lease, whoever holds it: how a single-node server takes
+    /// back a database a cluster used, since it owns every game and names no node. Zero
+    /// on SQLite, which never has leases.
+    pub async fn clear_leases(&self) -> Result<u64, StoreError> {
+        match &self.backend {
+            BackendStore::Postgres(db) => self.bounded("clear_leases", db.clear_leases()).await,
+            BackendStore::Sqlite(_) => Ok(0),
+        }
+    }
+
     /// Gives up one game's lease if `node` holds it.
     ///
     /// Does nothing, successfully, when another node holds it or no node does.

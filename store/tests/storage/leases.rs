@@ -505,3 +505,28 @@ backend_tests! {
         assert_eq!(store.live_game(Uuid::new_v4()).await.unwrap(), None);
     }
 }
+
+#[tokio::test]
+async fn a_single_node_clears_the_leases_a_cluster_left_and_writes_again() {
+    on_postgres("leases::clear", |context| async move {
+        let store = &context.store;
+        let game = playing_game(store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let node = node_store(&context, "gone").await;
+        assert!(node.acquire_lease(game.id, "gone", LONG).await.unwrap());
+        let fenced = store
+            .append_move(game.id, &move_row(game.seq + 1, 0, "c1"))
+            .await;
+        assert_not_owner(fenced, "a single node before clearing");
+        assert_eq!(store.clear_leases().await.unwrap(), 1);
+        assert_eq!(
+            store.lease_holder(game.id).await.unwrap(),
+            holder(None, false)
+        );
+        store
+            .append_move(game.id, &move_row(game.seq + 1, 0, "c1"))
+            .await
+            .expect("a single node writes once the leases are cleared");
+        assert_eq!(stored_state(&context, game.id).await, (game.seq + 1, 1));
+    })
+    .await;
+}
