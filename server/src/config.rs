@@ -4,6 +4,7 @@
 //! `main.rs` and `docs/operations.md`); the defaults are the values a small public server
 //! should run with.
 
+use crate::cluster::ClusterConfig;
 use crate::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
 use std::time::Duration;
@@ -17,6 +18,8 @@ pub struct Config {
     pub rooms: RoomSettings,
     /// Threads that bots think on, apart from the async runtime's.
     pub bot_threads: usize,
+    /// Cluster mode (NATS and a node name); None for a single node.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl Config {
@@ -27,6 +30,7 @@ impl Config {
             limits: Limits::default(),
             rooms: RoomSettings::default(),
             bot_threads: default_bot_threads(),
+            cluster: None,
         }
     }
 }

@@ -77,11 +77,19 @@ pub enum AppError {
     ShuttingDown,
     #[error("internal error")]
     Internal,
+    /// An error another node (the game's owner, in cluster mode) gave, passed on as the
+    /// client would have had it from that node.
+    #[error("{message}")]
+    Relayed {
+        code: String,
+        message: String,
+        status: u16,
+    },
 }
 
 impl AppError {
     /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> &str {
         match self {
             AppError::BadRequest(_) => "bad_request",
             AppError::NotFound(_) => "not_found",
@@ -113,6 +121,7 @@ impl AppError {
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::ShuttingDown => "shutting_down",
             AppError::Internal => "internal",
+            AppError::Relayed { code, .. } => code,
         }
     }
 
@@ -146,6 +155,9 @@ impl AppError {
             AppError::TooManyLobbies(_) | AppError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            AppError::Relayed { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+            }
         }
     }
 

@@ -11,6 +11,7 @@ pub mod api;
 pub mod auth;
 pub mod bots;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod healthcheck;
@@ -25,6 +26,7 @@ pub mod web;
 pub mod ws;
 
 use crate::bots::BotPool;
+use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::error::AppError;
 use crate::rooms::actor::Room;
@@ -67,6 +69,8 @@ pub enum ServeError {
     Store(#[from] StoreError),
     #[error("network: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cluster: {0}")]
+    Cluster(String),
 }
 
 /// Serves until `shutdown` is cancelled, then drains and returns.
@@ -78,14 +82,30 @@ pub async fn run(
     let Some(store) = connect_store(&config.store, &shutdown).await? else {
         return Ok(());
     };
-    let state = AppState::new(store, config.limits, shutdown.clone())
+    let mut state = AppState::new(store, config.limits, shutdown.clone())
         .with_rooms(config.rooms, BotPool::new(config.bot_threads));
+    if let Some(cluster_config) = &config.cluster {
+        let cluster = Cluster::connect(cluster_config)
+            .await
+            .map_err(|error| ServeError::Cluster(format!("NATS: {error}")))?;
+        tracing::info!(node = %cluster.node, nats = %cluster_config.nats_url, "cluster mode");
+        state = state.in_cluster(cluster);
+    }
     restore_rooms(&state).await?;
+    if let Some(cluster) = state.cluster.clone() {
+        state
+            .tasks
+            .spawn(cluster::lease::keep_leases(state.clone(), cluster));
+    }
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
     tracing::info!("draining");
     state.tasks.close();
     state.tasks.wait().await;
+    if let Some(cluster) = &state.cluster {
+        cluster::lease::release_leases(&state, cluster).await;
+        let _ = cluster.nats.flush().await;
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -111,16 +131,46 @@ async fn connect_store(
     }
 }
 
-/// Brings back every unfinished lobby and game from its log.
+/// Brings back every unfinished lobby and game from its log: all of them for a single
+/// node; in cluster mode only those whose lease this node still holds (restarted under
+/// the same name before they lapsed); the lease keeper's sweep takes the unowned ones.
 async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
-    let live = state.store.live_games().await?;
+    let mut live = state.store.live_games().await?;
+    match &state.cluster {
+        Some(cluster) => {
+            let held = state
+                .store
+                .renew_leases(&cluster.node, cluster.lease_ttl)
+                .await?;
+            live.retain(|game| held.contains(&game.lobby.id));
+        }
+        // A single node owns every game: leases left by an earlier cluster would fence
+        // its writes.
+        None => {
+            let cleared = state.store.clear_leases().await?;
+            if cleared > 0 {
+                tracing::warn!(
+                    cleared,
+                    "cleared the leases of cluster nodes: this node serves alone"
+                );
+            }
+        }
+    }
     let count = live.len();
     for game in live {
         let id = game.lobby.id;
         match Room::restore(game, state.room_services()) {
-            Ok(room) => {
-                state.spawn_room(room);
-            }
+            Ok(room) => match &state.cluster {
+                Some(cluster) => {
+                    let started = cluster::start_owned_room(state, cluster, room, true).await;
+                    if let Err(error) = started {
+                        tracing::error!(room = %id, %error, "cannot serve a restored game");
+                    }
+                }
+                None => {
+                    state.spawn_room(room);
+                }
+            },
             Err(error) => {
                 tracing::error!(room = %id, %error, "cannot restore; left in the database")
             }

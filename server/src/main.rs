@@ -2,6 +2,7 @@
 //! game record; `healthcheck` asks a running server whether it is ready.
 
 use carcassonne_bots::BotLevel;
+use carcassonne_server::cluster::ClusterConfig;
 use carcassonne_server::config::{Config, Limits, default_bot_threads};
 use carcassonne_server::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
@@ -100,6 +101,23 @@ struct ServeArgs {
     timeouts: TimeoutArgs,
     #[command(flatten)]
     rooms: RoomArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+#[derive(Args, Clone)]
+struct ClusterArgs {
+    /// Cluster mode: the NATS server the nodes talk through (e.g. `nats://HOST:4222`).
+    /// Needs a Postgres database shared by every node. Without it, one node serves all.
+    #[arg(long, env = "NATS_URL")]
+    nats: Option<String>,
+    /// This node's name in the cluster, unique among the nodes (default: a random one).
+    #[arg(long, env = "NODE_NAME")]
+    node_name: Option<String>,
+    /// How long a game's lease lasts unless its owner renews it: the games of a node that
+    /// dies are taken over after at most this long.
+    #[arg(long, env = "LEASE_TTL", default_value_t = HumanDuration(ClusterConfig::DEFAULT_LEASE_TTL))]
+    lease_ttl: HumanDuration,
 }
 
 #[derive(Args, Clone)]
@@ -280,10 +298,16 @@ fn init_logging(format: LogFormat) {
 fn config_from(args: &ServeArgs) -> Config {
     let (pool, connections, rates, timeouts) =
         (&args.pool, &args.connections, &args.rates, &args.timeouts);
+    let cluster = args.cluster.nats.as_ref().map(|nats_url| ClusterConfig {
+        nats_url: nats_url.clone(),
+        node: (args.cluster.node_name.clone()).unwrap_or_else(ClusterConfig::random_node_name),
+        lease_ttl: args.cluster.lease_ttl.0,
+    });
     let store = StoreOptions {
         max_connections: pool.db_max_connections,
         acquire_timeout: pool.db_acquire_timeout.0,
         busy_timeout: pool.db_busy_timeout.0,
+        node: cluster.as_ref().map(|cluster| cluster.node.clone()),
         ..StoreOptions::new(args.database.clone())
     };
     let limits = Limits {
@@ -319,6 +343,7 @@ fn config_from(args: &ServeArgs) -> Config {
         limits,
         rooms,
         bot_threads,
+        cluster,
     }
 }
 

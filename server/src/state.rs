@@ -4,7 +4,9 @@
 
 use crate::admission::{KeyedBuckets, SlotPool};
 use crate::bots::BotPool;
+use crate::cluster::{self, Cluster};
 use crate::config::Limits;
+use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::actor::{Room, RoomServices};
 use crate::rooms::{RoomHandle, RoomSettings, Rooms};
@@ -43,6 +45,8 @@ pub struct AppState {
     pub room_settings: RoomSettings,
     /// The threads bots think on.
     pub bots: BotPool,
+    /// This node's place in a cluster; None for a single node.
+    pub cluster: Option<Cluster>,
 }
 
 impl AppState {
@@ -75,6 +79,26 @@ impl AppState {
             tasks: TaskTracker::new(),
             room_settings: RoomSettings::default(),
             bots: BotPool::new(1),
+            cluster: None,
+        }
+    }
+
+    /// The same state as a node of `cluster`.
+    pub fn in_cluster(mut self, cluster: Cluster) -> AppState {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// The room of game `id`: this node's own, or (cluster mode) the one another node
+    /// owns, reached through a stand-in, or taken over if nobody holds it. None when no
+    /// live game has this id.
+    pub async fn find_room(&self, id: uuid::Uuid) -> Result<Option<RoomHandle>, AppError> {
+        if let Some(room) = self.rooms.get(id) {
+            return Ok(Some(room));
+        }
+        match &self.cluster {
+            Some(cluster) => cluster::resolve(self, cluster, id).await,
+            None => Ok(None),
         }
     }
 
@@ -96,14 +120,17 @@ impl AppState {
 
     /// Starts a room's actor and registers it. If the actor ever panics, the room is
     /// dropped from memory (its game stays safe in the database) and nothing else stops.
+    ///
+    /// In cluster mode a room also needs its relay: see [`cluster::start_owned_room`].
     pub fn spawn_room(&self, room: Room) -> RoomHandle {
         let id = room.id();
         let (sender, requests) = mpsc::channel(ROOM_QUEUE);
         let handle = RoomHandle::new(id, sender);
         self.rooms.insert(handle.clone());
         self.metrics.live_rooms.inc();
-        let (rooms, metrics, shutdown) = (
+        let (rooms, registered, metrics, shutdown) = (
             self.rooms.clone(),
+            handle.clone(),
             self.metrics.clone(),
             self.shutdown.clone(),
         );
@@ -115,7 +142,7 @@ impl AppState {
             if outcome.is_err() {
                 tracing::error!("room actor panicked; the room is unloaded");
             }
-            rooms.remove(id);
+            rooms.remove_handle(&registered);
             metrics.live_rooms.dec();
         };
         self.tasks.spawn(task.instrument(span));

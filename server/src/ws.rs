@@ -66,8 +66,13 @@ pub async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     // A malformed id names no game, like an unknown one: 404 rather than a parse error.
-    let Some(room) = Uuid::parse_str(&id).ok().and_then(|id| state.rooms.get(id)) else {
+    let Ok(id) = Uuid::parse_str(&id) else {
         return AppError::NotFound("no live game with this id").into_response();
+    };
+    let room = match state.find_room(id).await {
+        Ok(Some(room)) => room,
+        Ok(None) => return AppError::NotFound("no live game with this id").into_response(),
+        Err(error) => return error.into_response(),
     };
     let peer = peer.map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |p| p.0.0);
     let places = match take_places(&state, peer.ip()) {
@@ -279,6 +284,12 @@ impl Connection {
                     Err(error) => {
                         failures += 1;
                         self.send_error(&error).await;
+                        // The game's room is stopping here or (cluster mode) moving to
+                        // another node: the client reconnects, as after a restart.
+                        if error.code() == "shutting_down" {
+                            self.close(close::RESTART, "reconnect shortly").await;
+                            return None;
+                        }
                         if failures >= MAX_FAILED_HELLOS {
                             self.close(close::POLICY, "too many failed hellos").await;
                             return None;
@@ -538,6 +549,12 @@ impl Connection {
                 self.send_text(outgoing.for_others.clone()).await;
                 Flow::Close(close::RESTART, "server restarting")
             }
+            // An update that skips some (the owner's relay fell behind, in cluster mode):
+            // the missing ones are fetched rather than leaving a hole in the client's log.
+            Ok(outgoing) if self.skips(&outgoing) => {
+                let _ = self.resync(self.last_seq).await;
+                Flow::Continue
+            }
             Ok(outgoing) => {
                 self.forward(&outgoing).await;
                 Flow::Continue
@@ -570,6 +587,14 @@ impl Connection {
             self.forward(&outgoing).await;
         }
         Ok(())
+    }
+
+    /// Whether `outgoing` is an update beyond the next one this client needs.
+    fn skips(&self, outgoing: &Outgoing) -> bool {
+        match (outgoing.seq, self.last_seq) {
+            (Some(seq), Some(last)) => !outgoing.snapshot && seq > last + 1,
+            _ => false,
+        }
     }
 
     /// Sends an update or snapshot unless the client already has it.

@@ -247,7 +247,7 @@ pub async fn create_lobby(
     let invite_code = code;
     let mut room = Room::open(lobby, vec![seat], state.room_services());
     room.hold_open_lobby_place(place);
-    state.spawn_room(room);
+    crate::cluster::start_new_room(&state, room).await?;
     let granted = SeatGranted {
         lobby: view,
         seat: 0,
@@ -354,7 +354,7 @@ pub fn in_range(name: &str, value: u32, min: u32, max: u32) -> Result<u32, AppEr
 
 /// The live room of a lobby, or why there is none.
 pub async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppError> {
-    if let Some(room) = state.rooms.get(id) {
+    if let Some(room) = state.find_room(id).await? {
         return Ok(room);
     }
     match state.store.lobby(id).await.map_err(AppError::from_store)? {

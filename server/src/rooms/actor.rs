@@ -63,6 +63,9 @@ pub struct Room {
     open_lobby_place: Option<Slot>,
     /// No unrequested change is tried before this, after one failed.
     retry_at: Option<Instant>,
+    /// The database refused a write because another node owns the game now (cluster
+    /// mode): the room must stop and let its connections find the owner.
+    lost_lease: bool,
 }
 
 /// What a room needs besides its own rows.
@@ -97,7 +100,14 @@ impl Room {
             unconfirmed: None,
             open_lobby_place: None,
             retry_at: None,
+            lost_lease: false,
         }
+    }
+
+    /// A receiver of every update this room broadcasts from now on: how the cluster's
+    /// relay hears the room it publishes for other nodes.
+    pub fn subscribe_updates(&self) -> broadcast::Receiver<Arc<Outgoing>> {
+        self.updates.subscribe()
     }
 
     /// Keeps `place` while the lobby takes seats; it is given back when the game starts
@@ -120,6 +130,10 @@ impl Room {
         let mut thinking: Option<(u64, Thinking)> = None;
         loop {
             self.make_due_changes().await;
+            if self.lost_lease {
+                self.announce_shutdown();
+                break;
+            }
             if self.machine.ended() {
                 self.drain(&mut requests).await;
                 break;
@@ -132,6 +146,7 @@ impl Room {
             let wakeup = self.wakeup_in();
             tokio::select! {
                 request = requests.recv() => match request {
+                    Some(RoomRequest::Unload) => self.lost_lease = true,
                     Some(request) => self.handle(request).await,
                     None => break,
                 },
@@ -152,6 +167,8 @@ impl Room {
         tracing::info!(status = ?self.machine.status(), seq = self.machine.seq(), "room unloaded");
     }
 
+    /// Tells every connection to reconnect: the server is stopping, or (cluster mode)
+    /// another node decides the game from now on.
     fn announce_shutdown(&self) {
         let message = ServerMessage::Shutdown {
             message: "the server is restarting".into(),
@@ -294,6 +311,8 @@ impl Room {
             RoomRequest::Reclaim { player_id, reply } => {
                 let _ = reply.send(self.reclaim(player_id).await);
             }
+            // Met by `run` first; an ended room has nothing to unload.
+            RoomRequest::Unload => {}
             other => self.handle_connection_request(other).await,
         }
     }
@@ -500,6 +519,11 @@ impl Room {
                 // all the time it needs to show.
                 self.unconfirmed = Some(change);
                 Err(AppError::StorageUnavailable)
+            }
+            Err(StoreError::NotOwner(cause)) => {
+                tracing::warn!(%cause, seq, "another node owns this game now; unloading");
+                self.lost_lease = true;
+                Err(AppError::ShuttingDown)
             }
             Err(other) => Err(AppError::from_store(other)),
         }

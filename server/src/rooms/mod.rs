@@ -97,6 +97,9 @@ pub enum RoomRequest {
         mv: Move,
         reply: Reply<u64>,
     },
+    /// The room stops where it stands and its connections reconnect: this node no longer
+    /// holds the game's lease (cluster mode), so another node decides it now.
+    Unload,
 }
 
 /// How rooms run their games: lobby expiry and the bots that play for seats.
@@ -178,16 +181,40 @@ impl Outgoing {
     }
 }
 
-/// A handle to a room's actor.
+/// A handle to a room's actor, or to the stand-in for a room another node owns.
 #[derive(Clone, Debug)]
 pub struct RoomHandle {
     pub id: Uuid,
     sender: mpsc::Sender<RoomRequest>,
+    remote: bool,
 }
 
 impl RoomHandle {
     pub fn new(id: Uuid, sender: mpsc::Sender<RoomRequest>) -> RoomHandle {
-        RoomHandle { id, sender }
+        RoomHandle {
+            id,
+            sender,
+            remote: false,
+        }
+    }
+
+    /// A handle to a stand-in that relays to the node owning the game (cluster mode).
+    pub fn remote(id: Uuid, sender: mpsc::Sender<RoomRequest>) -> RoomHandle {
+        RoomHandle {
+            id,
+            sender,
+            remote: true,
+        }
+    }
+
+    /// Whether the game is decided by another node.
+    pub fn is_remote(&self) -> bool {
+        self.remote
+    }
+
+    /// Whether both handles reach the same actor.
+    pub fn same_room(&self, other: &RoomHandle) -> bool {
+        self.sender.same_channel(&other.sender)
     }
 
     /// Sends a request and waits for its reply.
@@ -198,6 +225,11 @@ impl RoomHandle {
             .await
             .map_err(|_| AppError::ShuttingDown)?;
         answer.await.map_err(|_| AppError::ShuttingDown)?
+    }
+
+    /// Waits until the room's actor has stopped.
+    pub async fn closed(&self) {
+        self.sender.closed().await
     }
 
     /// Sends a request that needs no reply.
@@ -222,8 +254,21 @@ impl Rooms {
         self.lock().insert(handle.id, handle);
     }
 
-    pub fn remove(&self, id: Uuid) {
-        self.lock().remove(&id);
+    /// Removes `handle`'s room, unless another room of the same game has replaced it (a
+    /// stand-in replaced by the game itself after a take-over, or the reverse).
+    pub fn remove_handle(&self, handle: &RoomHandle) {
+        let mut rooms = self.lock();
+        if rooms
+            .get(&handle.id)
+            .is_some_and(|held| held.same_room(handle))
+        {
+            rooms.remove(&handle.id);
+        }
+    }
+
+    /// Every registered room, local or stand-in.
+    pub fn all(&self) -> Vec<RoomHandle> {
+        self.lock().values().cloned().collect()
     }
 
     pub fn len(&self) -> usize {

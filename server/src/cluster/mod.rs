@@ -1,0 +1,223 @@
+//! Cluster mode: several nodes on one Postgres, talking over NATS.
+//!
+//! Every live game (an open lobby or a game in play) is decided by exactly one node, its
+//! owner, which holds the game's lease in Postgres (`lobbies.owner_node`, renewed every
+//! third of its time to live). Any node accepts any request: for a game it does not own,
+//! a [`remote::RemoteRoom`] stands in the room registry and relays requests to the owner
+//! as NATS requests on `carcassonne.game.{id}.requests`; the owner's [`relay`] answers
+//! them from its room and publishes each update once on `carcassonne.game.{id}.updates`.
+//!
+//! A game whose lease is free or lapsed is taken over by the first node that needs it
+//! (a request for it) or finds it (the [`lease`] keeper's sweep, every second), by
+//! replaying its move log, as at start-up. The database fences writers: a node that is
+//! not the recorded owner can never advance a game's `seq` (a trigger checks the
+//! session's node name), so two nodes that both believe they own a game cannot fork it.
+//!
+//! Without `--nats` none of this runs and a single node serves everything, as before.
+
+pub mod lease;
+pub mod relay;
+pub mod remote;
+pub mod wire;
+
+use crate::error::AppError;
+use crate::rooms::RoomHandle;
+use crate::rooms::actor::Room;
+use crate::state::AppState;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// How a node joins a cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// The NATS server, e.g. `nats://127.0.0.1:4222`.
+    pub nats_url: String,
+    /// This node's name: unique in the cluster, recorded as the owner of its games.
+    pub node: String,
+    /// How long a lease lasts unless renewed: a killed node's games wait this long.
+    pub lease_ttl: Duration,
+}
+
+impl ClusterConfig {
+    pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(5);
+
+    /// A node name that no other node has: a random one.
+    pub fn random_node_name() -> String {
+        format!("node-{}", &Uuid::new_v4().simple().to_string()[..12])
+    }
+}
+
+/// This node's place in the cluster, shared by every handler.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub node: Arc<str>,
+    pub nats: async_nats::Client,
+    pub lease_ttl: Duration,
+    /// Held while a game is being resolved or taken over, so that two requests for the
+    /// same unknown game never restore it twice.
+    resolving: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Cluster {
+    /// Connects to NATS. Fails when NATS does not answer: a node that cannot reach the
+    /// others must not take games.
+    pub async fn connect(config: &ClusterConfig) -> Result<Cluster, async_nats::ConnectError> {
+        let nats = async_nats::ConnectOptions::new()
+            .name(format!("carcassonne {}", config.node))
+            .request_timeout(Some(Duration::from_secs(5)))
+            .connect(config.nats_url.as_str())
+            .await?;
+        Ok(Cluster {
+            node: config.node.as_str().into(),
+            nats,
+            lease_ttl: config.lease_ttl,
+            resolving: Arc::default(),
+        })
+    }
+}
+
+pub fn requests_subject(game: Uuid) -> String {
+    format!("carcassonne.game.{game}.requests")
+}
+
+pub fn updates_subject(game: Uuid) -> String {
+    format!("carcassonne.game.{game}.updates")
+}
+
+/// Holds off take-overs while the lease keeper compares the leases it renewed with the
+/// rooms it has, so that a game taken in between is not mistaken for one lost.
+pub async fn hold_registry(cluster: &Cluster) -> tokio::sync::MutexGuard<'_, ()> {
+    cluster.resolving.lock().await
+}
+
+/// The room for game `id` on this node: its own if it owns (or can take) the game, or a
+/// stand-in that reaches the owner. None when there is no live game with this id.
+pub async fn resolve(
+    state: &AppState,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<Option<RoomHandle>, AppError> {
+    let _resolving = cluster.resolving.lock().await;
+    if let Some(room) = state.rooms.get(id) {
+        return Ok(Some(room));
+    }
+    let Some(holder) = state
+        .store
+        .lease_holder(id)
+        .await
+        .map_err(AppError::from_store)?
+    else {
+        return Ok(None);
+    };
+    let free =
+        holder.owner.is_none() || holder.lapsed || holder.owner.as_deref() == Some(&*cluster.node);
+    if free && let Some(room) = take_over(state, cluster, id).await? {
+        return Ok(Some(room));
+    }
+    remote::spawn(state, cluster, id).await.map(Some)
+}
+
+/// Takes game `id`'s lease and restores it from its log. None when another node holds
+/// the lease after all, or the game is no longer live.
+async fn take_over(
+    state: &AppState,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<Option<RoomHandle>, AppError> {
+    let store = &state.store;
+    if !store
+        .acquire_lease(id, &cluster.node, cluster.lease_ttl)
+        .await
+        .map_err(AppError::from_store)?
+    {
+        return Ok(None);
+    }
+    let Some(live) = store.live_game(id).await.map_err(AppError::from_store)? else {
+        return Ok(None);
+    };
+    match Room::restore(live, state.room_services()) {
+        Ok(room) => {
+            tracing::info!(game = %id, node = %cluster.node, "took the game over");
+            start_owned_room(state, cluster, room, true).await.map(Some)
+        }
+        Err(error) => {
+            tracing::error!(game = %id, %error, "cannot restore a game to take it over");
+            let _ = store.release_lease(id, &cluster.node).await;
+            Err(AppError::Internal)
+        }
+    }
+}
+
+/// Starts the room of a lobby just created on this node. In cluster mode the node takes
+/// its lease first; should another node's sweep have taken the new lobby in the moment
+/// between its insert and the lease, that node serves it and this one does not.
+pub async fn start_new_room(state: &AppState, room: Room) -> Result<(), AppError> {
+    let Some(cluster) = &state.cluster else {
+        state.spawn_room(room);
+        return Ok(());
+    };
+    let _resolving = cluster.resolving.lock().await;
+    let id = room.id();
+    let store = &state.store;
+    if store
+        .acquire_lease(id, &cluster.node, cluster.lease_ttl)
+        .await
+        .map_err(AppError::from_store)?
+    {
+        start_owned_room(state, cluster, room, false).await?;
+    }
+    Ok(())
+}
+
+/// Starts a room this node owns, with its relay. The relay listens for other nodes'
+/// requests before the room is announced anywhere, so that no node asking right after
+/// (a join just after the create) finds nobody answering. `taken_over` says the game was
+/// restored from its log while other nodes may have connections to it.
+pub async fn start_owned_room(
+    state: &AppState,
+    cluster: &Cluster,
+    room: Room,
+    taken_over: bool,
+) -> Result<RoomHandle, AppError> {
+    let requests = relay::listen(cluster, room.id()).await?;
+    let updates = room.subscribe_updates();
+    let handle = state.spawn_room(room);
+    let (store, owner) = (state.store.clone(), cluster.clone());
+    state
+        .tasks
+        .spawn(lease::release_when_stopped(store, owner, handle.clone()));
+    let relay = relay::relay(
+        cluster.clone(),
+        handle.clone(),
+        requests,
+        updates,
+        taken_over,
+    );
+    state.tasks.spawn(relay);
+    Ok(handle)
+}
+
+/// Takes over every game the sweep finds unowned: the games of a node that died.
+pub async fn take_over_orphans(state: &AppState, cluster: &Cluster) -> Result<usize, AppError> {
+    let orphans = state
+        .store
+        .orphaned_games(64)
+        .await
+        .map_err(AppError::from_store)?;
+    let mut taken = 0;
+    for id in orphans {
+        let _resolving = cluster.resolving.lock().await;
+        // A stand-in for a game whose owner died gives way to the game itself.
+        if let Some(room) = state.rooms.get(id) {
+            if !room.is_remote() {
+                continue;
+            }
+            state.rooms.remove_handle(&room);
+        }
+        if take_over(state, cluster, id).await?.is_some() {
+            taken += 1;
+        }
+    }
+    Ok(taken)
+}

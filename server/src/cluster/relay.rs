@@ -1,0 +1,250 @@
+//! The owner's side of a game: its relay, one task per room this node owns.
+//!
+//! The relay answers the requests other nodes send to the game's request subject by
+//! asking the local room, exactly as a local connection or REST handler would, and
+//! publishes each of the room's updates once on the game's update subject, for every
+//! node with connections to the game. The room itself knows nothing of the cluster.
+
+use crate::cluster::wire::{self, Answer, Published, Request};
+use crate::cluster::{Cluster, requests_subject, updates_subject};
+use crate::error::AppError;
+use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
+use async_nats::Subscriber;
+use futures_util::StreamExt;
+use std::sync::Arc;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+/// Relays for `room` until it ends. `takeover` says the room was restored from its log
+/// on this node while it may have had connections elsewhere, which are told to
+/// reconnect so the room knows them.
+pub async fn relay(
+    cluster: Cluster,
+    room: RoomHandle,
+    mut requests: Subscriber,
+    mut updates: broadcast::Receiver<Arc<Outgoing>>,
+    takeover: bool,
+) {
+    let id = room.id;
+    if takeover {
+        publish(&cluster, id, &Published::TakenOver).await;
+    }
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            message = requests.next() => match message {
+                Some(message) => answer_later(&cluster, &room, message),
+                None => break,
+            },
+            update = updates.recv() => match update {
+                Ok(outgoing) => {
+                    closing |= outgoing.closing;
+                    publish(&cluster, id, &Published::Update((&*outgoing).into())).await;
+                }
+                // Other nodes' connections see the gap in `seq` and resynchronise.
+                Err(RecvError::Lagged(skipped)) => {
+                    tracing::warn!(skipped, game = %id, "the relay fell behind its room");
+                }
+                Err(RecvError::Closed) => {
+                    // A room that closes for a shutdown or a lost lease lives on elsewhere.
+                    if !closing {
+                        publish(&cluster, id, &Published::Ended).await;
+                    }
+                    break;
+                }
+            },
+        }
+    }
+}
+
+/// Subscribes to game `id`'s request subject and waits until NATS has the subscription.
+pub async fn listen(cluster: &Cluster, id: uuid::Uuid) -> Result<Subscriber, AppError> {
+    let requests = cluster.nats.subscribe(requests_subject(id)).await;
+    let requests = requests.map_err(|error| {
+        tracing::error!(%error, game = %id, "cannot listen for other nodes' requests");
+        AppError::ShuttingDown
+    })?;
+    cluster.nats.flush().await.map_err(|error| {
+        tracing::error!(%error, game = %id, "NATS does not confirm a subscription");
+        AppError::ShuttingDown
+    })?;
+    Ok(requests)
+}
+
+async fn publish(cluster: &Cluster, id: uuid::Uuid, published: &Published) {
+    let payload = serde_json::to_vec(published).expect("serializable");
+    if let Err(error) = cluster
+        .nats
+        .publish(updates_subject(id), payload.into())
+        .await
+    {
+        tracing::warn!(%error, game = %id, "cannot publish an update to other nodes");
+    }
+}
+
+/// Starts answering one request. Requests are answered in their own tasks so that a slow
+/// one (a join waiting on the database) never holds up the room's updates; the order
+/// that matters (one connection's commands) is kept by the caller, who waits for each.
+fn answer_later(cluster: &Cluster, room: &RoomHandle, message: async_nats::Message) {
+    let Some(reply_to) = message.reply.clone() else {
+        // Only a disconnect needs no answer.
+        if let Ok(Request::Disconnect { token_hash }) = serde_json::from_slice(&message.payload) {
+            let room = room.clone();
+            tokio::spawn(async move { room.tell(RoomRequest::Disconnect { token_hash }).await });
+        }
+        return;
+    };
+    let (cluster, room) = (cluster.clone(), room.clone());
+    tokio::spawn(async move {
+        let answer = match serde_json::from_slice::<Request>(&message.payload) {
+            Ok(request) => perform(&room, request).await,
+            Err(error) => {
+                tracing::error!(%error, "a node sent a request this node cannot read");
+                Answer::Refused((&AppError::Internal).into())
+            }
+        };
+        let payload = serde_json::to_vec(&answer).expect("serializable");
+        if let Err(error) = cluster.nats.publish(reply_to, payload.into()).await {
+            tracing::warn!(%error, "cannot answer another node's request");
+        }
+    });
+}
+
+/// Asks the local room, as the remote caller would have.
+async fn perform(room: &RoomHandle, request: Request) -> Answer {
+    use RoomRequest as R;
+    let outcome = match request {
+        Request::Join {
+            name,
+            player_id,
+            invite_code,
+        } => room
+            .ask(|reply| R::Join {
+                name,
+                player_id,
+                invite_code,
+                reply,
+            })
+            .await
+            .map(|joined| Answer::Joined {
+                seat: joined.seat,
+                token: joined.token.reveal().to_owned(),
+            }),
+        Request::Leave { token_hash } => room
+            .ask(|reply| R::Leave { token_hash, reply })
+            .await
+            .map(|()| Answer::Done),
+        Request::Start {
+            token_hash,
+            randomize_seats,
+        } => room
+            .ask(|reply| R::Start {
+                token_hash,
+                randomize_seats,
+                reply,
+            })
+            .await
+            .map(|()| Answer::Done),
+        Request::Cancel { token_hash } => room
+            .ask(|reply| R::Cancel { token_hash, reply })
+            .await
+            .map(|()| Answer::Done),
+        Request::AddBot {
+            token_hash,
+            level,
+            name,
+        } => room
+            .ask(|reply| R::AddBot {
+                token_hash,
+                level,
+                name,
+                reply,
+            })
+            .await
+            .map(|seat| Answer::Seat { seat }),
+        Request::RemoveBot { token_hash, seat } => room
+            .ask(|reply| R::RemoveBot {
+                token_hash,
+                seat,
+                reply,
+            })
+            .await
+            .map(|()| Answer::Done),
+        Request::Resign { token_hash } => room
+            .ask(|reply| R::Resign { token_hash, reply })
+            .await
+            .map(|()| Answer::Done),
+        Request::Abort { token_hash } => room
+            .ask(|reply| R::Abort { token_hash, reply })
+            .await
+            .map(|()| Answer::Done),
+        Request::Reclaim { player_id } => room
+            .ask(|reply| R::Reclaim { player_id, reply })
+            .await
+            .map(|joined| Answer::Joined {
+                seat: joined.seat,
+                token: joined.token.reveal().to_owned(),
+            }),
+        other => perform_connection_request(room, other).await,
+    };
+    outcome.unwrap_or_else(|error| Answer::Refused((&error).into()))
+}
+
+async fn perform_connection_request(
+    room: &RoomHandle,
+    request: Request,
+) -> Result<Answer, AppError> {
+    use RoomRequest as R;
+    match request {
+        // The connection lives on the asking node, which listens to the update subject;
+        // the subscription made here for a local connection is not needed.
+        Request::Connect {
+            token_hash,
+            invite_code,
+            last_seq,
+        } => room
+            .ask(|reply| R::Connect {
+                token_hash,
+                invite_code,
+                last_seq,
+                reply,
+            })
+            .await
+            .map(|connected| Answer::Connected {
+                seat: connected.seat,
+                catch_up: wire::updates_of(&connected.catch_up),
+            }),
+        Request::Disconnect { token_hash } => {
+            room.tell(R::Disconnect { token_hash }).await;
+            Ok(Answer::Done)
+        }
+        Request::Resync {
+            token_hash,
+            last_seq,
+        } => room
+            .ask(|reply| R::Resync {
+                token_hash,
+                last_seq,
+                reply,
+            })
+            .await
+            .map(|updates| Answer::CatchUp {
+                updates: wire::updates_of(&updates),
+            }),
+        Request::Command {
+            token_hash,
+            id,
+            expected_seq,
+            mv,
+        } => room
+            .ask(|reply| R::Command {
+                token_hash,
+                id,
+                expected_seq,
+                mv,
+                reply,
+            })
+            .await
+            .map(|seq| Answer::Seq { seq }),
+        _ => unreachable!("lobby requests are performed by `perform`"),
+    }
+}
