@@ -9,9 +9,12 @@
 //! * [`table`]: several clients seated at one game, playing it move by move.
 //! * [`raw`]: raw TCP and WebSocket frames from a chosen client address, for abuse tests.
 //! * [`browser`]: headless Chromium over WebDriver, for the tests of the web client.
+//! * [`cluster`]: several nodes on one Postgres and NATS, and clients that roam between
+//!   them when nodes stop.
 
 pub mod browser;
 pub mod client;
+pub mod cluster;
 pub mod database;
 pub mod proxy;
 pub mod raw;
