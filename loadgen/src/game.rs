@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 /// What every slot shares.
 #[derive(Clone)]
 pub struct Target {
-    pub server: String,
+    /// The server first, then the other nodes of its cluster the players are spread
+    /// over; lobbies are created on the first.
+    pub nodes: Vec<String>,
     pub api: Api,
     pub seed: u64,
     pub ack_log: Option<AckLog>,
@@ -64,8 +66,9 @@ async fn open_table(target: &Target, slot: u64, game: u64) -> Result<OpenTable, 
     let api = &target.api;
     let creator = api.create_lobby(&format!("load {slot}.{game}")).await?;
     let joiner = api.join(&creator.lobby).await?;
-    let first = player::join(&target.server, &creator.lobby, Some(&creator.token)).await?;
-    let second = player::join(&target.server, &joiner.lobby, Some(&joiner.token)).await?;
+    let node = |offset: u64| &target.nodes[((slot + offset) % target.nodes.len() as u64) as usize];
+    let first = player::join(node(0), &creator.lobby, Some(&creator.token)).await?;
+    let second = player::join(node(1), &joiner.lobby, Some(&joiner.token)).await?;
     api.start(&creator).await?;
     if let Some(log) = &target.ack_log {
         log.game(&creator.lobby, [&creator.token, &joiner.token]);

@@ -59,6 +59,11 @@ struct RunArgs {
     /// The server's process id, to read its CPU and memory from /proc.
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Other nodes of the same cluster (HOST:PORT, repeatable): each game's two players
+    /// connect to two different nodes (slot N: node N and node N+1, counting `--server`
+    /// as node 0), so every move crosses from one node to another.
+    #[arg(long = "spread-to", value_name = "HOST:PORT")]
+    spread_to: Vec<String>,
     /// Games played at once (each ended game is replaced by a new one).
     #[arg(long, default_value_t = 1)]
     games: usize,
@@ -93,6 +98,7 @@ impl RunArgs {
             server: self.server.clone(),
             spawn_server: self.spawn_server.clone(),
             server_pid: self.server_pid,
+            spread_to: self.spread_to.clone(),
             games: self.games,
             duration: self.duration,
             warmup: self.warmup,

@@ -21,6 +21,8 @@ pub struct RunOptions {
     pub server: Option<String>,
     pub spawn_server: Option<String>,
     pub server_pid: Option<u32>,
+    /// Other nodes the players are spread over (see `--spread-to`).
+    pub spread_to: Vec<String>,
     pub games: usize,
     pub duration: Duration,
     pub warmup: Duration,
@@ -83,7 +85,9 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
     let planned = Window::after_warmup(options.warmup(), options.duration);
     let watch = ServerWatch::new(server);
     let target = Target {
-        server: server.to_owned(),
+        nodes: std::iter::once(server.to_owned())
+            .chain(options.spread_to.iter().cloned())
+            .collect(),
         api,
         seed: options.seed,
         ack_log,
