@@ -206,14 +206,13 @@ impl RoamingClient {
             if mirror.state["status"] == "finished" {
                 return Next::Finished;
             }
-            if let Some(command) = self.command_due(mirror) {
-                if socket
+            if let Some(command) = self.command_due(mirror)
+                && socket
                     .send(Message::Text(command.to_string().into()))
                     .await
                     .is_err()
-                {
-                    return Next::Reconnect;
-                }
+            {
+                return Next::Reconnect;
             }
         }
     }

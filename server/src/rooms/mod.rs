@@ -271,8 +271,10 @@ impl Rooms {
         self.lock().values().cloned().collect()
     }
 
+    /// How many rooms this node runs itself: stand-ins for rooms of other nodes (cluster
+    /// mode) are not counted.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().values().filter(|room| !room.remote).count()
     }
 
     pub fn is_empty(&self) -> bool {
