@@ -1,36 +1,32 @@
--- Game ownership leases and fencing, for Postgres, so that several server nodes can share
--- one database and still decide each game on exactly one node. migrations/sqlite/ adds
--- the same two columns only, which stay NULL there: an SQLite store is always the one
--- node of its server, so it has nothing to lease and no one to fence.
+-- Game ownership for several server nodes sharing one database, and the fence that keeps
+-- each game decided by exactly one node. migrations/sqlite/ adds the owner column only,
+-- which stays NULL there: an SQLite store is always the one node of its server.
 --
--- A live game (status 'open' or 'playing') is owned by the node named in `owner_node`
--- until `lease_until`, a time of the database's own clock (`now()`), because the nodes'
--- clocks differ. The owner renews its leases well before they lapse; another node may
--- take a game only once its lease is missing or lapsed. The lease alone cannot stop a
--- node that lost it without noticing (a long pause, a cut network) from writing what its
--- memory still holds, so the trigger below fences every write of a game's `seq` by the
--- name of the node the writing session says it is.
+-- A live game (status 'open' or 'playing') is owned by the node named in `owner_node`.
+-- Each node proves it is alive by renewing its row in `cluster_nodes` (one row per node,
+-- so renewing costs the same whatever the number of games); a node's ownership of its
+-- games lasts while `alive_until`, a time of the database's own clock (`now()`, since
+-- the nodes' clocks differ), has not passed. Another node may take a game only when it
+-- has no owner or its owner's lease has lapsed. Renewing never touches the games' rows,
+-- so it never waits for, nor deadlocks with, the writes of moves.
+--
+-- The lease alone cannot stop a node that lost it without noticing (a long pause, a cut
+-- network) from writing what its memory still holds, so the trigger below fences every
+-- write of a game's `seq` by the name of the node the writing session says it is.
 
 -- The node that owns the game (the server's node name), or NULL when no node does: a
 -- single-node server never sets it, and a node that hands a game over clears it.
 ALTER TABLE lobbies ADD COLUMN owner_node TEXT;
 
--- Until when the owner's lease holds, on the database's clock; NULL exactly when there
--- is no owner, so that "free or lapsed" is one comparison.
-ALTER TABLE lobbies ADD COLUMN lease_until TIMESTAMPTZ;
+-- Every node of the cluster, and until when its leases hold, on the database's clock.
+CREATE TABLE cluster_nodes (
+    node        TEXT PRIMARY KEY,
+    alive_until TIMESTAMPTZ NOT NULL
+);
 
-ALTER TABLE lobbies ADD CONSTRAINT lobbies_owner_has_lease
-    CHECK ((owner_node IS NULL) = (lease_until IS NULL));
-
--- Nodes look for live games that no one owns or whose owner's lease lapsed (a node that
--- was killed), to take them over: a range scan of this partial index, where a free game
--- sorts first as if its lease had lapsed at the beginning of time. Finished games, the
--- large majority, are not in it, and the few games a scan finds are sorted by age after.
-CREATE INDEX lobbies_unleased
-    ON lobbies ((COALESCE(lease_until, '-infinity'::timestamptz)))
-    WHERE status IN ('open', 'playing');
-
--- Each owner renews and releases its own live games by name.
+-- A node's own live games (to renew and release them), the games of a node whose lease
+-- lapsed, and the games without an owner (NULLs are in a b-tree): the lookups of taking
+-- over. Finished games, the large majority, are not in it.
 CREATE INDEX lobbies_owner_node
     ON lobbies (owner_node)
     WHERE status IN ('open', 'playing');
@@ -42,8 +38,8 @@ CREATE INDEX lobbies_owner_node
 -- without an owner is written by anyone, which is how a single-node server, whose games
 -- never get one, goes on as before. The check runs on the row as locked for the update,
 -- after any concurrent change of owner has committed, so a node whose game was taken
--- over cannot advance it even if it believes it still owns it. Lease changes themselves
--- leave `seq` alone and pass. The SQLSTATE 'CF001' is the store's own: it reports it as
+-- over cannot advance it even if it believes it still owns it. Changes of owner leave
+-- `seq` alone and pass. The SQLSTATE 'CF001' is the store's own: it reports it as
 -- StoreError::NotOwner.
 CREATE FUNCTION lobbies_fence_owner() RETURNS trigger
 LANGUAGE plpgsql AS $$

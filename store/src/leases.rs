@@ -1,10 +1,12 @@
 //! Game ownership leases, for several server nodes sharing one Postgres database.
 //!
 //! Each live game (a lobby that is open or playing) is decided by one node at a time, its
-//! owner, named in `lobbies.owner_node` until `lobbies.lease_until`. The owner renews its
-//! leases well within their time to live; when a node stops (a deploy, or a crash) its
-//! leases are released or lapse, and other nodes take the games over and restore them
-//! from their move logs.
+//! owner, named in `lobbies.owner_node`. A node's lease on all of its games is its row of
+//! `cluster_nodes`, alive until `alive_until`: one row to renew however many games the
+//! node has, and never a game's row, so renewing cannot wait for or deadlock with the
+//! writes of moves. When a node stops (a deploy, or a crash) its games are released or
+//! its lease lapses, and other nodes take the games over and restore them from their
+//! move logs.
 //!
 //! Every time here is the database's clock, `now()`, never a node's: nodes' clocks differ,
 //! and a lease compared against two clocks could be held by two nodes at once. Taking a
@@ -33,7 +35,7 @@ pub struct LeaseHolder {
     /// The node that owns the game; `None` when no node does (a single-node server's
     /// game, or one released by its owner), so that any node may take it at once.
     pub owner: Option<String>,
-    /// Whether the owner's lease has run out (`lease_until < now()` on the database's
+    /// Whether the owner's lease has run out (its `cluster_nodes.alive_until < now()` on the database's
     /// clock): the owner still fences out other nodes' writes, but any node may take the
     /// game over. Always `false` when there is no owner.
     pub lapsed: bool,
@@ -57,6 +59,10 @@ fn check_node(node: &str) -> Result<(), StoreError> {
 }
 
 impl SqlStore {
+    /// Takes game `game` for `node` when it has no owner, is already `node`'s, or its
+    /// owner's lease lapsed. The same statement renews `node`'s own lease (never
+    /// shortening it): a node that takes a game is alive, and must not look dead to
+    /// the others before its keeper's first renewal.
     pub(crate) async fn acquire_lease(
         &self,
         game: Uuid,
@@ -65,10 +71,17 @@ impl SqlStore {
     ) -> Result<bool, StoreError> {
         check_node(node)?;
         let taken = sqlx::query(
-            "UPDATE lobbies SET owner_node = $2, \
-             lease_until = now() + $3 * interval '1 microsecond' \
+            "WITH alive AS ( \
+                 INSERT INTO cluster_nodes (node, alive_until) \
+                 VALUES ($2, now() + $3 * interval '1 microsecond') \
+                 ON CONFLICT (node) DO UPDATE \
+                 SET alive_until = GREATEST(cluster_nodes.alive_until, EXCLUDED.alive_until) \
+             ) \
+             UPDATE lobbies SET owner_node = $2 \
              WHERE id = $1 AND status IN ('open', 'playing') \
-               AND (owner_node IS NULL OR owner_node = $2 OR lease_until < now())",
+               AND (owner_node IS NULL OR owner_node = $2 OR NOT EXISTS ( \
+                   SELECT 1 FROM cluster_nodes \
+                   WHERE node = lobbies.owner_node AND alive_until >= now()))",
         )
         .bind(game)
         .bind(node)
@@ -78,42 +91,55 @@ impl SqlStore {
         Ok(taken.rows_affected() == 1)
     }
 
-    /// A lease that lapsed but was not taken over is renewed too: the node still owns
-    /// the game (the fence still lets its writes through and no one else's), so it may
-    /// as well go on holding it.
+    /// Renews `node`'s lease (its one row: no game's row is touched) and lists the live
+    /// games it owns. A lease that lapsed but whose games were not taken over is renewed
+    /// too: the node still owns them (the fence still lets its writes through and no one
+    /// else's), so it may as well go on holding them.
     pub(crate) async fn renew_leases(
         &self,
         node: &str,
         ttl: Duration,
     ) -> Result<Vec<Uuid>, StoreError> {
         check_node(node)?;
-        let held = sqlx::query_scalar(
-            "UPDATE lobbies SET lease_until = now() + $2 * interval '1 microsecond' \
-             WHERE owner_node = $1 AND status IN ('open', 'playing') \
-             RETURNING id",
+        sqlx::query(
+            "INSERT INTO cluster_nodes (node, alive_until) \
+             VALUES ($1, now() + $2 * interval '1 microsecond') \
+             ON CONFLICT (node) DO UPDATE SET alive_until = EXCLUDED.alive_until",
         )
         .bind(node)
         .bind(ttl_micros(ttl)?)
+        .execute(self.pool())
+        .await?;
+        let held = sqlx::query_scalar(
+            "SELECT id FROM lobbies WHERE owner_node = $1 AND status IN ('open', 'playing')",
+        )
+        .bind(node)
         .fetch_all(self.pool())
         .await?;
         Ok(held)
     }
 
+    /// Gives every game of `node` up, then its row: a node that stops cleanly leaves
+    /// nothing behind.
     pub(crate) async fn release_leases(&self, node: &str) -> Result<u64, StoreError> {
         check_node(node)?;
         let released = sqlx::query(
-            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
+            "UPDATE lobbies SET owner_node = NULL \
              WHERE owner_node = $1 AND status IN ('open', 'playing')",
         )
         .bind(node)
         .execute(self.pool())
         .await?;
+        sqlx::query("DELETE FROM cluster_nodes WHERE node = $1")
+            .bind(node)
+            .execute(self.pool())
+            .await?;
         Ok(released.rows_affected())
     }
 
     pub(crate) async fn clear_leases(&self) -> Result<u64, StoreError> {
         let cleared = sqlx::query(
-            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
+            "UPDATE lobbies SET owner_node = NULL \
              WHERE owner_node IS NOT NULL AND status IN ('open', 'playing')",
         )
         .execute(self.pool())
@@ -123,21 +149,21 @@ impl SqlStore {
 
     pub(crate) async fn release_lease(&self, game: Uuid, node: &str) -> Result<(), StoreError> {
         check_node(node)?;
-        sqlx::query(
-            "UPDATE lobbies SET owner_node = NULL, lease_until = NULL \
-             WHERE id = $1 AND owner_node = $2",
-        )
-        .bind(game)
-        .bind(node)
-        .execute(self.pool())
-        .await?;
+        sqlx::query("UPDATE lobbies SET owner_node = NULL WHERE id = $1 AND owner_node = $2")
+            .bind(game)
+            .bind(node)
+            .execute(self.pool())
+            .await?;
         Ok(())
     }
 
     pub(crate) async fn lease_holder(&self, game: Uuid) -> Result<Option<LeaseHolder>, StoreError> {
         let row = sqlx::query(
-            "SELECT owner_node, COALESCE(lease_until < now(), FALSE) AS lapsed FROM lobbies \
-             WHERE id = $1 AND status IN ('open', 'playing')",
+            "SELECT lobbies.owner_node, \
+                    (lobbies.owner_node IS NOT NULL \
+                     AND COALESCE(cluster_nodes.alive_until < now(), TRUE)) AS lapsed \
+             FROM lobbies LEFT JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
+             WHERE lobbies.id = $1 AND lobbies.status IN ('open', 'playing')",
         )
         .bind(game)
         .fetch_optional(self.pool())
@@ -151,13 +177,17 @@ impl SqlStore {
         .transpose()
     }
 
-    /// The condition is the partial index `lobbies_unleased`'s: a range scan of it finds
-    /// the free and lapsed games, and only those few are sorted by age.
+    /// Live games with no owner, or whose owner's lease lapsed (or who left no row),
+    /// oldest first. The live games of the partial index `lobbies_owner_node` are joined
+    /// with the few rows of `cluster_nodes`.
     pub(crate) async fn orphaned_games(&self, limit: u32) -> Result<Vec<Uuid>, StoreError> {
         let orphaned = sqlx::query_scalar(
-            "SELECT id FROM lobbies WHERE status IN ('open', 'playing') \
-             AND COALESCE(lease_until, '-infinity'::timestamptz) < now() \
-             ORDER BY created_at, id LIMIT $1",
+            "SELECT lobbies.id FROM lobbies \
+             LEFT JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
+             WHERE lobbies.status IN ('open', 'playing') \
+               AND (lobbies.owner_node IS NULL OR cluster_nodes.node IS NULL \
+                    OR cluster_nodes.alive_until < now()) \
+             ORDER BY lobbies.created_at, lobbies.id LIMIT $1",
         )
         .bind(i64::from(limit))
         .fetch_all(self.pool())

@@ -184,7 +184,7 @@ async fn orphaned_games_are_the_free_and_lapsed_live_games_oldest_first() {
             .unwrap();
 
         assert!(store.acquire_lease(held, "a", LONG).await.unwrap());
-        assert!(store.acquire_lease(lapsed, "a", TINY).await.unwrap());
+        assert!(store.acquire_lease(lapsed, "c", TINY).await.unwrap());
         assert!(store.acquire_lease(released, "b", LONG).await.unwrap());
         store.release_lease(released, "b").await.unwrap();
         tokio::time::sleep(PAST_TINY).await;
@@ -273,7 +273,7 @@ async fn a_fork_is_impossible_even_when_two_nodes_believe_they_own_a_game() {
 
         // "a"'s lease lapses (it stalled and did not renew) and "b" takes the game over
         // from the log; "a" still believes it owns the game, but all its writes are refused.
-        assert!(a.acquire_lease(id, "a", TINY).await.unwrap());
+        a.renew_leases("a", TINY).await.unwrap();
         tokio::time::sleep(PAST_TINY).await;
         assert!(b.acquire_lease(id, "b", LONG).await.unwrap());
         let restored = b.live_game(id).await.unwrap().expect("the game is live");
@@ -335,7 +335,7 @@ async fn racing_nodes_write_each_seq_once() {
         let mut written = Vec::new();
         for turn in 1..=20u64 {
             if turn == 11 {
-                assert!(a.acquire_lease(game.id, "a", TINY).await.unwrap());
+                a.renew_leases("a", TINY).await.unwrap();
                 tokio::time::sleep(PAST_TINY).await;
                 assert!(b.acquire_lease(game.id, "b", LONG).await.unwrap());
             }
