@@ -41,6 +41,15 @@ pub(crate) const LOBBY_STATE: &str = "\
            AS fenced \
     FROM lobbies WHERE id = $1";
 
+/// A new lobby belongs to the node that creates it (the session's `carcassonne.node`, set
+/// by a cluster node's store), from its first row: there is no moment in which another
+/// node could take it as a game without an owner. A single node's lobbies have none.
+pub(crate) const INSERT_LOBBY: &str = "\
+    INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
+    status, seed, deck_salt, seq, created_at, started_at, finished_at, owner_node) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+    NULLIF(current_setting('carcassonne.node', true), ''))";
+
 /// One line of the plan `EXPLAIN` returns: Postgres gives it as one text column.
 pub(crate) fn plan_line(row: &PgRow) -> Result<String, StoreError> {
     Ok(row.try_get(0)?)

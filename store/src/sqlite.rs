@@ -32,6 +32,12 @@ pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
 pub(crate) const LOBBY_STATE: &str =
     "SELECT status, seq, owner_node, FALSE AS fenced FROM lobbies WHERE id = $1";
 
+/// A new lobby has no owner: an SQLite store is always the one node of its server.
+pub(crate) const INSERT_LOBBY: &str = "\
+    INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
+    status, seed, deck_salt, seq, created_at, started_at, finished_at) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+
 /// One step of the plan `EXPLAIN QUERY PLAN` returns, from its `detail` column.
 pub(crate) fn plan_line(row: &SqliteRow) -> Result<String, StoreError> {
     Ok(row.try_get("detail")?)

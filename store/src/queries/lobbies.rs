@@ -5,7 +5,7 @@ use sqlx::Row;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
+use super::{DbRow, INSERT_LOBBY, SqlStore, Tx, ensure_lobby_updated, group_rows};
 use crate::convert::{
     TextColumn, fit, seed_from_column, seed_to_column, status_from_column, status_to_column,
 };
@@ -299,27 +299,23 @@ async fn advance_open_lobby(tx: &mut Tx, lobby: Uuid, seq: u64) -> Result<(), St
 }
 
 async fn insert_lobby(tx: &mut Tx, lobby: &LobbyRow) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-         status, seed, deck_salt, seq, created_at, started_at, finished_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-    )
-    .bind(lobby.id)
-    .bind(&lobby.name)
-    .bind(lobby.public)
-    .bind(&lobby.invite_hash)
-    .bind(i16::from(lobby.seat_count))
-    .bind(Json(&lobby.rules))
-    .bind(Json(&lobby.clock))
-    .bind(status_to_column(lobby.status))
-    .bind(lobby.seed.map(seed_to_column))
-    .bind(&lobby.deck_salt)
-    .bind(fit::<u64, i64>(lobby.seq, "seq")?)
-    .bind(lobby.created_at)
-    .bind(lobby.started_at)
-    .bind(lobby.finished_at)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query(INSERT_LOBBY)
+        .bind(lobby.id)
+        .bind(&lobby.name)
+        .bind(lobby.public)
+        .bind(&lobby.invite_hash)
+        .bind(i16::from(lobby.seat_count))
+        .bind(Json(&lobby.rules))
+        .bind(Json(&lobby.clock))
+        .bind(status_to_column(lobby.status))
+        .bind(lobby.seed.map(seed_to_column))
+        .bind(&lobby.deck_salt)
+        .bind(fit::<u64, i64>(lobby.seq, "seq")?)
+        .bind(lobby.created_at)
+        .bind(lobby.started_at)
+        .bind(lobby.finished_at)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 

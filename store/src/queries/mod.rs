@@ -2,7 +2,7 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line` and `LOBBY_STATE`. So every query exists twice with concrete types, with no generic
+//! `BEGIN_SNAPSHOT`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line`, `LOBBY_STATE` and `INSERT_LOBBY`. So every query exists twice with concrete types, with no generic
 //! bounds over sqlx's traits, and both copies run the same SQL text: `$n` placeholders,
 //! which SQLite accepts too, and only SQL that both dialects read the same way. The
 //! column types differ (see `migrations/`), the values bound and read do not.
@@ -53,7 +53,8 @@ use sqlx::{Database, Pool, Row, Transaction};
 use uuid::Uuid;
 
 use super::{
-    BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, LOBBY_STATE, OUTSIDE_TRANSACTION, plan_line,
+    BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE, OUTSIDE_TRANSACTION,
+    plan_line,
 };
 use crate::convert::status_to_column;
 use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};

@@ -530,3 +530,31 @@ async fn a_single_node_clears_the_leases_a_cluster_left_and_writes_again() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_lobby_belongs_to_the_node_that_creates_it_from_its_first_row() {
+    on_postgres("leases::born_owned", |context| async move {
+        let a = node_store(&context, "a").await;
+        a.renew_leases("a", LONG).await.unwrap();
+        let lobby = open_lobby("born owned", EPOCH);
+        a.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
+        assert_eq!(
+            context.store.lease_holder(lobby.id).await.unwrap(),
+            holder(Some("a"), false)
+        );
+        assert!(context.store.orphaned_games(10).await.unwrap().is_empty());
+        // A single node's lobby has no owner.
+        let plain = open_lobby("plain", EPOCH);
+        context
+            .store
+            .create_lobby(&plain, &seat(0, "Bo", None))
+            .await
+            .unwrap();
+        assert_eq!(
+            context.store.lease_holder(plain.id).await.unwrap(),
+            holder(None, false)
+        );
+        a.close().await;
+    })
+    .await;
+}
