@@ -36,12 +36,7 @@ impl RoomMachine {
                 let started = json!({ "type": "game_started", "previous_seats": previous_seats });
                 self.apply_start(lobby, seats, *game, started, opening, randomized, now)
             }
-            Change::Moved {
-                game,
-                row,
-                events,
-                result,
-            } => self.apply_move(*game, row, events, result.as_deref(), now),
+            Change::Moved { row, last } => self.apply_move(row, last, now),
             Change::SeatChanged {
                 row,
                 reason,
@@ -97,10 +92,8 @@ impl RoomMachine {
 
     pub(super) fn apply_move(
         &mut self,
-        game: Game,
         row: MoveRow,
-        events: Vec<Event>,
-        result: Option<&FinishedMatch>,
+        last: Option<Box<LastMove>>,
         now: Millis,
     ) -> Arc<Outgoing> {
         let mut announced = Vec::new();
@@ -113,17 +106,43 @@ impl RoomMachine {
             announced.push(json!({ "type": "bot_moved", "seat": row.seat,
                 "reason": origin_reason(row.origin, self.seat_row(row.seat)) }));
         }
+        let (events, result) = self.play_written(row.mv, last);
+        let next = self.game.as_ref().and_then(Game::current_player);
         if let Some(clocks) = self.clocks.as_mut() {
-            clocks.record(&row, game.current_player());
+            clocks.record(&row, next);
         }
         self.remember(&row, &events);
         self.log.push(row);
-        self.game = Some(game);
-        if let Some(result) = result {
+        if let Some(result) = &result {
             self.finish(result);
         }
         announced.extend(events.iter().map(event_json));
         self.publish(announced, None, now)
+    }
+
+    /// Takes a written move into the game: the game a last move was played on ahead,
+    /// or any other move played in place. Returns its events, and the match it ended.
+    fn play_written(
+        &mut self,
+        mv: Move,
+        last: Option<Box<LastMove>>,
+    ) -> (Vec<Event>, Option<FinishedMatch>) {
+        if let Some(last) = last {
+            let LastMove {
+                game,
+                events,
+                result,
+            } = *last;
+            self.game = Some(game);
+            return (events, Some(result));
+        }
+        let game = self.game.as_mut().expect("moves are decided on a game in play");
+        // The move was checked on this very state when it was decided, and the room
+        // applies no other change between deciding a move and applying it once written
+        // (an unconfirmed write is settled before anything else), so it cannot be
+        // refused now; a refusal would mean the stored log and the room disagree.
+        let events = game.play(mv).expect("a written move was checked on this state");
+        (events, None)
     }
 
     /// Whether the timeout of this move's turn was already announced (with its tile).
