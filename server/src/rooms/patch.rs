@@ -13,6 +13,7 @@
 
 use crate::rooms::view::{ClockView, GameView, PublicState, TurnView};
 use carcassonne_core::Supply;
+use carcassonne_store::LobbyStatus;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -48,10 +49,21 @@ pub fn patch_between(before: &PublicState, after: &PublicState) -> Vec<Operation
         &before.deck_commitment,
         &after.deck_commitment,
     );
-    match (&before.game, &after.game) {
-        (Some(before), Some(after)) => patch.game(before, after),
-        (before, after) => patch.field("/game", before, after),
-    }
+    patch.game_part(before.game.as_ref(), after.game.as_ref());
+    patch.operations
+}
+
+/// The operations of a move, which changes only the status and the game: from `status`
+/// and `game` before it to `after`. The same as [`patch_between`] gives when nothing
+/// else differs.
+pub fn patch_of_move(
+    status: LobbyStatus,
+    game: Option<&GameView>,
+    after: &PublicState,
+) -> Vec<Operation> {
+    let mut patch = PatchBuilder::default();
+    patch.field("/status", &status, &after.status);
+    patch.game_part(game, after.game.as_ref());
     patch.operations
 }
 
@@ -61,6 +73,13 @@ struct PatchBuilder {
 }
 
 impl PatchBuilder {
+    fn game_part(&mut self, before: Option<&GameView>, after: Option<&GameView>) {
+        match (before, after) {
+            (Some(before), Some(after)) => self.game(before, after),
+            (before, after) => self.field("/game", &before, &after),
+        }
+    }
+
     fn game(&mut self, before: &GameView, after: &GameView) {
         self.appended("/game/board", &before.board, &after.board);
         self.kept_then_appended("/game/figures", &before.figures, &after.figures);

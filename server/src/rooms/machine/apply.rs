@@ -2,6 +2,8 @@
 //! (events, patch, legal moves for the player to move) that goes to every connection.
 
 use super::*;
+use crate::rooms::patch::{Operation, patch_of_move};
+use crate::rooms::view;
 
 impl RoomMachine {
     /// Takes a committed change into the state: the next `seq`, and the update to send.
@@ -117,7 +119,7 @@ impl RoomMachine {
             self.finish(result);
         }
         announced.extend(events.iter().map(event_json));
-        self.publish(announced, None, now)
+        self.publish_move(announced, now)
     }
 
     /// Takes a written move into the game: the game a last move was played on ahead,
@@ -206,17 +208,20 @@ impl RoomMachine {
     // ---- Publishing ------------------------------------------------------------------
 
     pub(super) fn current_view(&self, _now: Millis) -> PublicState {
-        let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
-            clocks,
-            running: !self.ended,
-        });
         public_state(
             &self.lobby,
             &self.seats,
             self.game.as_ref(),
-            clocks,
+            self.clock_source(),
             self.outcome.as_ref(),
         )
+    }
+
+    fn clock_source(&self) -> Option<ClockSource<'_>> {
+        self.clocks.as_ref().map(|clocks| ClockSource {
+            clocks,
+            running: !self.ended,
+        })
     }
 
     /// Announces a committed change: the next `seq`, its events, and the patch to it.
@@ -226,15 +231,39 @@ impl RoomMachine {
         reseated: Option<Arc<HashMap<String, u8>>>,
         now: Millis,
     ) -> Arc<Outgoing> {
-        self.lobby.seq += 1;
-        let seq = self.lobby.seq;
         let view = self.current_view(now);
         let patch = patch_between(&self.view, &view);
         self.view = view;
+        self.announce(events, &patch, reseated, now)
+    }
+
+    /// Announces a committed move. A move changes only the game and, when it ends it,
+    /// the status, so only those parts of the view are rebuilt and compared: the rest
+    /// (names, rules, seats, the deck commitment and its SHA-256) is kept as it was.
+    pub(super) fn publish_move(&mut self, events: Vec<Value>, now: Millis) -> Arc<Outgoing> {
+        let game = self.game.as_ref().map(|game| {
+            view::game_view(game, self.clock_source(), self.outcome.as_ref())
+        });
+        let status_before = std::mem::replace(&mut self.view.status, self.lobby.status);
+        let game_before = std::mem::replace(&mut self.view.game, game);
+        let patch = patch_of_move(status_before, game_before.as_ref(), &self.view);
+        self.announce(events, &patch, None, now)
+    }
+
+    /// Gives a change the next `seq` and makes its update from its events and patch.
+    fn announce(
+        &mut self,
+        events: Vec<Value>,
+        patch: &[Operation],
+        reseated: Option<Arc<HashMap<String, u8>>>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        self.lobby.seq += 1;
+        let seq = self.lobby.seq;
         let mover = self.mover();
         let turn_ms_left = self.turn_ms_left(now);
         // Serialized once, for the mover's copy and everyone else's.
-        let (events, patch) = (raw_json(&events), raw_json(&patch));
+        let (events, patch) = (raw_json(&events), raw_json(patch));
         let update = |legal| ServerMessage::Update {
             seq,
             events: events.clone(),
@@ -265,7 +294,7 @@ impl RoomMachine {
 }
 
 /// `value` as JSON text, shared by every message that carries it.
-fn raw_json<T: serde::Serialize>(value: &T) -> Arc<serde_json::value::RawValue> {
+fn raw_json<T: serde::Serialize + ?Sized>(value: &T) -> Arc<serde_json::value::RawValue> {
     let text = serde_json::to_string(value).expect("updates serialize");
     Arc::from(serde_json::value::RawValue::from_string(text).expect("serde_json writes JSON"))
 }
