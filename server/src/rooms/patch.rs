@@ -15,15 +15,16 @@ use crate::rooms::view::{ClockView, GameView, PublicState, TurnView};
 use carcassonne_core::Supply;
 use carcassonne_store::LobbyStatus;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::{RawValue, to_raw_value};
 
-/// One RFC 6902 operation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One RFC 6902 operation. Its value is kept as the JSON text it is sent as: building
+/// it as a `serde_json::Value` tree first cost an allocation per key and string.
+#[derive(Clone, Debug, Serialize)]
 pub struct Operation {
     op: Op,
     path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<Value>,
+    value: Option<Box<RawValue>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -193,7 +194,7 @@ impl PatchBuilder {
     }
 
     fn push<T: Serialize + ?Sized>(&mut self, op: Op, path: String, value: Option<&T>) {
-        let value = value.map(|value| serde_json::to_value(value).expect("states serialize"));
+        let value = value.map(|value| to_raw_value(value).expect("states serialize"));
         self.operations.push(Operation { op, path, value });
     }
 }

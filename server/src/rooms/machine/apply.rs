@@ -10,8 +10,8 @@ impl RoomMachine {
     pub fn apply(&mut self, change: Change, now: Millis) -> Arc<Outgoing> {
         match change {
             Change::SeatTaken(row) => {
-                let event = json!({ "type": "seat_taken", "seat": row.seat,
-                    "name": row.display_name, "bot": row.bot });
+                let event = text(json!({ "type": "seat_taken", "seat": row.seat,
+                    "name": row.display_name, "bot": row.bot }));
                 self.seats.push(row);
                 self.seats.sort_by_key(|seat| seat.seat);
                 self.last_activity = now;
@@ -21,7 +21,7 @@ impl RoomMachine {
                 self.seats.retain(|row| row.seat != seat);
                 self.last_activity = now;
                 self.publish(
-                    vec![json!({ "type": "seat_freed", "seat": seat })],
+                    vec![text(json!({ "type": "seat_freed", "seat": seat }))],
                     None,
                     now,
                 )
@@ -35,7 +35,7 @@ impl RoomMachine {
                 previous_seats,
                 randomized,
             } => {
-                let started = json!({ "type": "game_started", "previous_seats": previous_seats });
+                let started = text(json!({ "type": "game_started", "previous_seats": previous_seats }));
                 self.apply_start(lobby, seats, *game, started, opening, randomized, now)
             }
             Change::Moved { row, last } => self.apply_move(row, last, now),
@@ -49,9 +49,9 @@ impl RoomMachine {
 
     pub(super) fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
         let event = match reason {
-            CancelReason::Creator => json!({ "type": "lobby_cancelled", "reason": "creator" }),
-            CancelReason::Expired => json!({ "type": "lobby_cancelled", "reason": "expired" }),
-            CancelReason::Aborted { seat } => json!({ "type": "game_aborted", "seat": seat }),
+            CancelReason::Creator => text(json!({ "type": "lobby_cancelled", "reason": "creator" })),
+            CancelReason::Expired => text(json!({ "type": "lobby_cancelled", "reason": "expired" })),
+            CancelReason::Aborted { seat } => text(json!({ "type": "game_aborted", "seat": seat })),
         };
         tracing::info!(?reason, "lobby cancelled");
         self.lobby.status = LobbyStatus::Cancelled;
@@ -68,7 +68,7 @@ impl RoomMachine {
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
         game: Game,
-        started: Value,
+        started: EventText,
         opening: Vec<Event>,
         randomized: bool,
         now: Millis,
@@ -101,12 +101,12 @@ impl RoomMachine {
         let mut announced = Vec::new();
         if row.origin == MoveOrigin::Timeout && !self.turn_timed_out_announced(&row) {
             let timeouts = self.clocks.as_ref().map_or(0, |c| c.streak(row.seat).0) + 1;
-            announced.push(json!({ "type": "turn_timed_out", "seat": row.seat,
-                "timeouts_in_row": timeouts }));
+            announced.push(text(json!({ "type": "turn_timed_out", "seat": row.seat,
+                "timeouts_in_row": timeouts })));
         }
         if row.origin != MoveOrigin::Player {
-            announced.push(json!({ "type": "bot_moved", "seat": row.seat,
-                "reason": origin_reason(row.origin, self.seat_row(row.seat)) }));
+            announced.push(text(json!({ "type": "bot_moved", "seat": row.seat,
+                "reason": origin_reason(row.origin, self.seat_row(row.seat)) })));
         }
         let (events, result) = self.play_written(row.mv, last);
         let next = self.game.as_ref().and_then(Game::current_player);
@@ -175,10 +175,10 @@ impl RoomMachine {
             }
             *slot = row;
         }
-        let mut events = vec![json!({ "type": reason.event_name(), "seat": seat })];
+        let mut events = vec![text(json!({ "type": reason.event_name(), "seat": seat }))];
         if let Some(result) = result {
             self.finish(result);
-            events.push(json!({ "type": "game_abandoned" }));
+            events.push(text(json!({ "type": "game_abandoned" })));
         }
         tracing::info!(seat, ?reason, "seat changed");
         self.publish(events, None, now)
@@ -227,7 +227,7 @@ impl RoomMachine {
     /// Announces a committed change: the next `seq`, its events, and the patch to it.
     pub(super) fn publish(
         &mut self,
-        events: Vec<Value>,
+        events: Vec<EventText>,
         reseated: Option<Arc<HashMap<String, u8>>>,
         now: Millis,
     ) -> Arc<Outgoing> {
@@ -240,7 +240,7 @@ impl RoomMachine {
     /// Announces a committed move. A move changes only the game and, when it ends it,
     /// the status, so only those parts of the view are rebuilt and compared: the rest
     /// (names, rules, seats, the deck commitment and its SHA-256) is kept as it was.
-    pub(super) fn publish_move(&mut self, events: Vec<Value>, now: Millis) -> Arc<Outgoing> {
+    pub(super) fn publish_move(&mut self, events: Vec<EventText>, now: Millis) -> Arc<Outgoing> {
         let game = self.game.as_ref().map(|game| {
             view::game_view(game, self.clock_source(), self.outcome.as_ref())
         });
@@ -253,7 +253,7 @@ impl RoomMachine {
     /// Gives a change the next `seq` and makes its update from its events and patch.
     fn announce(
         &mut self,
-        events: Vec<Value>,
+        events: Vec<EventText>,
         patch: &[Operation],
         reseated: Option<Arc<HashMap<String, u8>>>,
         now: Millis,

@@ -710,8 +710,17 @@ fn game_for(lobby: &LobbyRow, players: usize) -> Result<(Game, Vec<Event>), Stri
     Game::start(setup).map_err(|error| error.to_string())
 }
 
-fn event_json(event: &Event) -> Value {
-    serde_json::to_value(event).expect("events serialize")
+/// An event as the JSON text an update carries. Events go straight to text: building
+/// each as a `serde_json::Value` tree first cost an allocation per key and string.
+type EventText = Box<serde_json::value::RawValue>;
+
+fn event_json(event: &Event) -> EventText {
+    serde_json::value::to_raw_value(event).expect("events serialize")
+}
+
+/// An event made with `json!`, as the JSON text an update carries.
+fn text(value: Value) -> EventText {
+    serde_json::value::to_raw_value(&value).expect("JSON values serialize")
 }
 
 fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {
