@@ -110,10 +110,18 @@ impl PatchBuilder {
             return self.replace("/game/supplies".into(), &after);
         }
         for (seat, (before, after)) in before.iter().zip(after).enumerate() {
-            let path = |kind: &str| format!("/game/supplies/{seat}/{kind}");
-            self.field(&path("follower"), &before.follower, &after.follower);
-            self.field(&path("big"), &before.big, &after.big);
-            self.field(&path("abbot"), &before.abbot, &after.abbot);
+            // Paths are written only for what changed: a move changes one count at most,
+            // and formatting all of them on every move showed in the profile.
+            let counts = [
+                ("follower", before.follower, after.follower),
+                ("big", before.big, after.big),
+                ("abbot", before.abbot, after.abbot),
+            ];
+            for (kind, before, after) in counts {
+                if before != after {
+                    self.replace(format!("/game/supplies/{seat}/{kind}"), &after);
+                }
+            }
         }
     }
 
