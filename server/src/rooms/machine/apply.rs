@@ -35,7 +35,8 @@ impl RoomMachine {
                 previous_seats,
                 randomized,
             } => {
-                let started = text(json!({ "type": "game_started", "previous_seats": previous_seats }));
+                let started =
+                    text(json!({ "type": "game_started", "previous_seats": previous_seats }));
                 self.apply_start(lobby, seats, *game, started, opening, randomized, now)
             }
             Change::Moved { row, last } => self.apply_move(row, last, now),
@@ -49,8 +50,12 @@ impl RoomMachine {
 
     pub(super) fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
         let event = match reason {
-            CancelReason::Creator => text(json!({ "type": "lobby_cancelled", "reason": "creator" })),
-            CancelReason::Expired => text(json!({ "type": "lobby_cancelled", "reason": "expired" })),
+            CancelReason::Creator => {
+                text(json!({ "type": "lobby_cancelled", "reason": "creator" }))
+            }
+            CancelReason::Expired => {
+                text(json!({ "type": "lobby_cancelled", "reason": "expired" }))
+            }
             CancelReason::Aborted { seat } => text(json!({ "type": "game_aborted", "seat": seat })),
         };
         tracing::info!(?reason, "lobby cancelled");
@@ -138,12 +143,17 @@ impl RoomMachine {
             self.game = Some(game);
             return (events, Some(result));
         }
-        let game = self.game.as_mut().expect("moves are decided on a game in play");
+        let game = self
+            .game
+            .as_mut()
+            .expect("moves are decided on a game in play");
         // The move was checked on this very state when it was decided, and the room
         // applies no other change between deciding a move and applying it once written
         // (an unconfirmed write is settled before anything else), so it cannot be
         // refused now; a refusal would mean the stored log and the room disagree.
-        let events = game.play(mv).expect("a written move was checked on this state");
+        let events = game
+            .play(mv)
+            .expect("a written move was checked on this state");
         (events, None)
     }
 
@@ -241,9 +251,10 @@ impl RoomMachine {
     /// the status, so only those parts of the view are rebuilt and compared: the rest
     /// (names, rules, seats, the deck commitment and its SHA-256) is kept as it was.
     pub(super) fn publish_move(&mut self, events: Vec<EventText>, now: Millis) -> Arc<Outgoing> {
-        let game = self.game.as_ref().map(|game| {
-            view::game_view(game, self.clock_source(), self.outcome.as_ref())
-        });
+        let game = self
+            .game
+            .as_ref()
+            .map(|game| view::game_view(game, self.clock_source(), self.outcome.as_ref()));
         let status_before = std::mem::replace(&mut self.view.status, self.lobby.status);
         let game_before = std::mem::replace(&mut self.view.game, game);
         let patch = patch_of_move(status_before, game_before.as_ref(), &self.view);
