@@ -425,6 +425,35 @@ impl Game {
         }
     }
 
+    /// Checks a move as [`Game::check`] does and says whether playing it would end the
+    /// game, without playing it. A server writes a game's last move differently from
+    /// the others (with the match's result), so it must know this before the write, and
+    /// finding it out by playing a copy of the game would cost a clone of the board and
+    /// the features on every move.
+    pub fn check_ends_game(&self, mv: Move) -> Result<bool, PlayError> {
+        self.check(mv)?;
+        Ok(match self.turn {
+            // A placement always leaves the action of the same turn to play.
+            Turn::PlaceTile { .. } | Turn::Over => false,
+            Turn::Act { .. } => self.no_tile_to_draw(),
+        })
+    }
+
+    /// Whether the draw after this turn's action would end the game: the tile limit is
+    /// reached or no tile left in the stack fits anywhere. An action changes neither the
+    /// board, the river nor the count of placed tiles, so the board as it stands answers
+    /// for the board the draw will see (see [`Game::draw_for`]).
+    fn no_tile_to_draw(&self) -> bool {
+        let limit_reached = self
+            .rules
+            .tile_limit
+            .is_some_and(|limit| self.tiles_placed >= limit);
+        limit_reached
+            || !self.stack[self.drawn..]
+                .iter()
+                .any(|&tile| self.has_placement(tile))
+    }
+
     /// Plays a move if it is legal; otherwise returns why not and changes nothing.
     pub fn play(&mut self, mv: Move) -> Result<Vec<Event>, PlayError> {
         let mut events = Vec::new();
@@ -754,7 +783,8 @@ impl Game {
         figure
     }
 
-    /// Draws for `player` until a tile fits somewhere, or ends the game.
+    /// Draws for `player` until a tile fits somewhere, or ends the game. What ends it
+    /// here must agree with [`Game::no_tile_to_draw`].
     fn draw_for(&mut self, player: Seat, events: &mut Vec<Event>) {
         loop {
             let limit_reached = self

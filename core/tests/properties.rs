@@ -273,7 +273,9 @@ proptest! {
         while game.phase() != Phase::Over {
             let before = game.clone();
             let mv = pick(&mut rng, &game.legal_moves());
+            let ends = game.check_ends_game(mv);
             prop_assert!(game.play(mv).is_ok());
+            prop_assert_eq!(ends, Ok(game.phase() == Phase::Over), "{:?}", mv);
             check_step(&game, &before, mv)?;
             moves.push(mv);
             if game.phase() == Phase::PlaceTile {
@@ -361,6 +363,15 @@ fn legal_moves_agree_with_play(game: &Game, rng: &mut ChaCha8Rng) -> Result<(), 
     for &mv in &legal {
         prop_assert_eq!(game.check(mv), Ok(()), "{:?} is listed", mv);
     }
+    if game.phase() == Phase::Act {
+        // Every action open now agrees with playing it on whether the game ends.
+        for &mv in &legal {
+            let mut copy = game.clone();
+            copy.play(mv).expect("a listed move");
+            let ends = copy.phase() == Phase::Over;
+            prop_assert_eq!(game.check_ends_game(mv), Ok(ends), "{:?}", mv);
+        }
+    }
     for _ in 0..3.min(legal.len()) {
         let mv = pick(rng, &legal);
         prop_assert!(game.clone().play(mv).is_ok(), "{:?} is listed", mv);
@@ -369,6 +380,7 @@ fn legal_moves_agree_with_play(game: &Game, rng: &mut ChaCha8Rng) -> Result<(), 
     for mv in candidate_moves(game, rng) {
         let accepted = game.check(mv).is_ok();
         prop_assert_eq!(accepted, listed.contains(&mv), "{:?}", mv);
+        prop_assert_eq!(game.check_ends_game(mv).is_ok(), accepted, "{:?}", mv);
         if !accepted {
             refused.push(mv);
         }

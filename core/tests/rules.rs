@@ -594,6 +594,39 @@ fn the_game_ends_when_the_stack_is_empty() {
 }
 
 #[test]
+fn a_move_is_known_to_end_the_game_before_it_is_played() {
+    // A server writes the last move with the match's result, so `check_ends_game` says
+    // whether a move ends the game without playing it, also when tiles are left that
+    // fit nowhere (R03 has no river to continue without the River expansion).
+    let mut game = base_game(&["U", "R03"]);
+    assert_eq!(game.check_ends_game(place_tile(1, 0, 0)), Ok(false));
+    play(&mut game, place_tile(1, 0, 0));
+    assert_eq!(game.tiles_left(), 1);
+    assert_eq!(game.check_ends_game(Move::Pass), Ok(true));
+    assert_eq!(
+        game.check_ends_game(place_tile(2, 0, 0)),
+        Err(PlayError::TileAlreadyPlaced)
+    );
+    play(&mut game, Move::Pass);
+    assert_eq!(game.phase(), Phase::Over);
+    assert_eq!(game.check_ends_game(Move::Pass), Err(PlayError::GameOver));
+
+    // A tile that fits after the unplaceable one keeps the game going.
+    let mut game = base_game(&["U", "R03", "V"]);
+    play(&mut game, place_tile(1, 0, 0));
+    assert_eq!(game.check_ends_game(Move::Pass), Ok(false));
+
+    // The tile limit ends the game with fitting tiles left.
+    let rules = Rules {
+        tile_limit: Some(1),
+        ..Rules::default()
+    };
+    let mut game = game_with(rules, 2, &["U", "V"]);
+    play(&mut game, place_tile(1, 0, 0));
+    assert_eq!(game.check_ends_game(Move::Pass), Ok(true));
+}
+
+#[test]
 fn the_game_ends_after_tile_limit_tiles() {
     // House rule `tile_limit: N`: the game ends after N placed tiles (the start tile not
     // counted), even with tiles left in the stack.

@@ -629,9 +629,8 @@ impl Room {
             }
             Change::Moved {
                 row,
-                result: Some(result),
-                ..
-            } => Box::pin(store.finish_game(id, FinalChange::Move(row), result)).await,
+                last: Some(last),
+            } => Box::pin(store.finish_game(id, FinalChange::Move(row), &last.result)).await,
             Change::Moved { row, .. } => Box::pin(store.append_move(id, row)).await,
             Change::SeatChanged {
                 row,

@@ -13,16 +13,18 @@
 
 use crate::rooms::view::{ClockView, GameView, PublicState, TurnView};
 use carcassonne_core::Supply;
+use carcassonne_store::LobbyStatus;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::{RawValue, to_raw_value};
 
-/// One RFC 6902 operation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One RFC 6902 operation. Its value is kept as the JSON text it is sent as: building
+/// it as a `serde_json::Value` tree first cost an allocation per key and string.
+#[derive(Clone, Debug, Serialize)]
 pub struct Operation {
     op: Op,
     path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<Value>,
+    value: Option<Box<RawValue>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -48,10 +50,21 @@ pub fn patch_between(before: &PublicState, after: &PublicState) -> Vec<Operation
         &before.deck_commitment,
         &after.deck_commitment,
     );
-    match (&before.game, &after.game) {
-        (Some(before), Some(after)) => patch.game(before, after),
-        (before, after) => patch.field("/game", before, after),
-    }
+    patch.game_part(before.game.as_ref(), after.game.as_ref());
+    patch.operations
+}
+
+/// The operations of a move, which changes only the status and the game: from `status`
+/// and `game` before it to `after`. The same as [`patch_between`] gives when nothing
+/// else differs.
+pub fn patch_of_move(
+    status: LobbyStatus,
+    game: Option<&GameView>,
+    after: &PublicState,
+) -> Vec<Operation> {
+    let mut patch = PatchBuilder::default();
+    patch.field("/status", &status, &after.status);
+    patch.game_part(game, after.game.as_ref());
     patch.operations
 }
 
@@ -61,6 +74,13 @@ struct PatchBuilder {
 }
 
 impl PatchBuilder {
+    fn game_part(&mut self, before: Option<&GameView>, after: Option<&GameView>) {
+        match (before, after) {
+            (Some(before), Some(after)) => self.game(before, after),
+            (before, after) => self.field("/game", &before, &after),
+        }
+    }
+
     fn game(&mut self, before: &GameView, after: &GameView) {
         self.appended("/game/board", &before.board, &after.board);
         self.kept_then_appended("/game/figures", &before.figures, &after.figures);
@@ -90,10 +110,18 @@ impl PatchBuilder {
             return self.replace("/game/supplies".into(), &after);
         }
         for (seat, (before, after)) in before.iter().zip(after).enumerate() {
-            let path = |kind: &str| format!("/game/supplies/{seat}/{kind}");
-            self.field(&path("follower"), &before.follower, &after.follower);
-            self.field(&path("big"), &before.big, &after.big);
-            self.field(&path("abbot"), &before.abbot, &after.abbot);
+            // Paths are written only for what changed: a move changes one count at most,
+            // and formatting all of them on every move showed in the profile.
+            let counts = [
+                ("follower", before.follower, after.follower),
+                ("big", before.big, after.big),
+                ("abbot", before.abbot, after.abbot),
+            ];
+            for (kind, before, after) in counts {
+                if before != after {
+                    self.replace(format!("/game/supplies/{seat}/{kind}"), &after);
+                }
+            }
         }
     }
 
@@ -174,7 +202,7 @@ impl PatchBuilder {
     }
 
     fn push<T: Serialize + ?Sized>(&mut self, op: Op, path: String, value: Option<&T>) {
-        let value = value.map(|value| serde_json::to_value(value).expect("states serialize"));
+        let value = value.map(|value| to_raw_value(value).expect("states serialize"));
         self.operations.push(Operation { op, path, value });
     }
 }

@@ -215,7 +215,11 @@ fn clock_view(game: &Game, source: ClockSource<'_>) -> Option<ClockView> {
     })
 }
 
-fn game_view(game: &Game, clocks: Option<ClockSource<'_>>, ending: Option<&Ending>) -> GameView {
+pub fn game_view(
+    game: &Game,
+    clocks: Option<ClockSource<'_>>,
+    ending: Option<&Ending>,
+) -> GameView {
     let tile_view = |tile: &carcassonne_core::PlacedTile| TileView {
         x: tile.pos.x,
         y: tile.pos.y,

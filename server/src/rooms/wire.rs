@@ -110,12 +110,37 @@ pub struct LegalMoves {
 pub struct CellPlacements {
     pub x: i32,
     pub y: i32,
-    pub rotations: Vec<Rotation>,
+    /// One bit per rotation, by quarter turns. A set of bits instead of a vector per
+    /// cell: the mover's legal moves are grouped on every move, and allocating a vector
+    /// for each of a few dozen cells was most of that. It also keeps them ascending.
+    fits: u8,
+}
+
+impl CellPlacements {
+    /// The rotations that fit, ascending.
+    pub fn rotations(&self) -> impl Iterator<Item = Rotation> + '_ {
+        Rotation::ALL
+            .into_iter()
+            .filter(|rotation| self.fits & bit(*rotation) != 0)
+    }
+}
+
+fn bit(rotation: Rotation) -> u8 {
+    1 << rotation.quarter_turns()
 }
 
 impl Serialize for CellPlacements {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        (self.x, self.y, &self.rotations).serialize(serializer)
+        (self.x, self.y, Rotations(self)).serialize(serializer)
+    }
+}
+
+/// A cell's rotations as the JSON array of their degrees.
+struct Rotations<'a>(&'a CellPlacements);
+
+impl Serialize for Rotations<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.rotations())
     }
 }
 
@@ -125,9 +150,6 @@ impl LegalMoves {
         let mut legal = LegalMoves::default();
         for mv in moves {
             legal.add(mv);
-        }
-        for cell in &mut legal.place_tile {
-            cell.rotations.sort_unstable();
         }
         legal
     }
@@ -153,11 +175,11 @@ impl LegalMoves {
             .rev()
             .find(|cell| (cell.x, cell.y) == (pos.x, pos.y));
         match cell {
-            Some(cell) => cell.rotations.push(rotation),
+            Some(cell) => cell.fits |= bit(rotation),
             None => self.place_tile.push(CellPlacements {
                 x: pos.x,
                 y: pos.y,
-                rotations: vec![rotation],
+                fits: bit(rotation),
             }),
         }
     }
@@ -166,9 +188,8 @@ impl LegalMoves {
     pub fn moves(&self) -> Vec<WireMove> {
         let placements = self.place_tile.iter().flat_map(|cell| {
             let (x, y) = (cell.x, cell.y);
-            cell.rotations
-                .iter()
-                .map(move |&rotation| WireMove::PlaceTile { x, y, rotation })
+            cell.rotations()
+                .map(move |rotation| WireMove::PlaceTile { x, y, rotation })
         });
         let figures = self.place_figure.iter().flat_map(|(&figure, spots)| {
             spots

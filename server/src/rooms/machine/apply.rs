@@ -2,14 +2,16 @@
 //! (events, patch, legal moves for the player to move) that goes to every connection.
 
 use super::*;
+use crate::rooms::patch::{Operation, patch_of_move};
+use crate::rooms::view;
 
 impl RoomMachine {
     /// Takes a committed change into the state: the next `seq`, and the update to send.
     pub fn apply(&mut self, change: Change, now: Millis) -> Arc<Outgoing> {
         match change {
             Change::SeatTaken(row) => {
-                let event = json!({ "type": "seat_taken", "seat": row.seat,
-                    "name": row.display_name, "bot": row.bot });
+                let event = text(json!({ "type": "seat_taken", "seat": row.seat,
+                    "name": row.display_name, "bot": row.bot }));
                 self.seats.push(row);
                 self.seats.sort_by_key(|seat| seat.seat);
                 self.last_activity = now;
@@ -19,7 +21,7 @@ impl RoomMachine {
                 self.seats.retain(|row| row.seat != seat);
                 self.last_activity = now;
                 self.publish(
-                    vec![json!({ "type": "seat_freed", "seat": seat })],
+                    vec![text(json!({ "type": "seat_freed", "seat": seat }))],
                     None,
                     now,
                 )
@@ -33,15 +35,11 @@ impl RoomMachine {
                 previous_seats,
                 randomized,
             } => {
-                let started = json!({ "type": "game_started", "previous_seats": previous_seats });
+                let started =
+                    text(json!({ "type": "game_started", "previous_seats": previous_seats }));
                 self.apply_start(lobby, seats, *game, started, opening, randomized, now)
             }
-            Change::Moved {
-                game,
-                row,
-                events,
-                result,
-            } => self.apply_move(*game, row, events, result.as_deref(), now),
+            Change::Moved { row, last } => self.apply_move(row, last, now),
             Change::SeatChanged {
                 row,
                 reason,
@@ -52,9 +50,13 @@ impl RoomMachine {
 
     pub(super) fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
         let event = match reason {
-            CancelReason::Creator => json!({ "type": "lobby_cancelled", "reason": "creator" }),
-            CancelReason::Expired => json!({ "type": "lobby_cancelled", "reason": "expired" }),
-            CancelReason::Aborted { seat } => json!({ "type": "game_aborted", "seat": seat }),
+            CancelReason::Creator => {
+                text(json!({ "type": "lobby_cancelled", "reason": "creator" }))
+            }
+            CancelReason::Expired => {
+                text(json!({ "type": "lobby_cancelled", "reason": "expired" }))
+            }
+            CancelReason::Aborted { seat } => text(json!({ "type": "game_aborted", "seat": seat })),
         };
         tracing::info!(?reason, "lobby cancelled");
         self.lobby.status = LobbyStatus::Cancelled;
@@ -71,7 +73,7 @@ impl RoomMachine {
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
         game: Game,
-        started: Value,
+        started: EventText,
         opening: Vec<Event>,
         randomized: bool,
         now: Millis,
@@ -97,33 +99,62 @@ impl RoomMachine {
 
     pub(super) fn apply_move(
         &mut self,
-        game: Game,
         row: MoveRow,
-        events: Vec<Event>,
-        result: Option<&FinishedMatch>,
+        last: Option<Box<LastMove>>,
         now: Millis,
     ) -> Arc<Outgoing> {
         let mut announced = Vec::new();
         if row.origin == MoveOrigin::Timeout && !self.turn_timed_out_announced(&row) {
             let timeouts = self.clocks.as_ref().map_or(0, |c| c.streak(row.seat).0) + 1;
-            announced.push(json!({ "type": "turn_timed_out", "seat": row.seat,
-                "timeouts_in_row": timeouts }));
+            announced.push(text(json!({ "type": "turn_timed_out", "seat": row.seat,
+                "timeouts_in_row": timeouts })));
         }
         if row.origin != MoveOrigin::Player {
-            announced.push(json!({ "type": "bot_moved", "seat": row.seat,
-                "reason": origin_reason(row.origin, self.seat_row(row.seat)) }));
+            announced.push(text(json!({ "type": "bot_moved", "seat": row.seat,
+                "reason": origin_reason(row.origin, self.seat_row(row.seat)) })));
         }
+        let (events, result) = self.play_written(row.mv, last);
+        let next = self.game.as_ref().and_then(Game::current_player);
         if let Some(clocks) = self.clocks.as_mut() {
-            clocks.record(&row, game.current_player());
+            clocks.record(&row, next);
         }
         self.remember(&row, &events);
         self.log.push(row);
-        self.game = Some(game);
-        if let Some(result) = result {
+        if let Some(result) = &result {
             self.finish(result);
         }
         announced.extend(events.iter().map(event_json));
-        self.publish(announced, None, now)
+        self.publish_move(announced, now)
+    }
+
+    /// Takes a written move into the game: the game a last move was played on ahead,
+    /// or any other move played in place. Returns its events, and the match it ended.
+    fn play_written(
+        &mut self,
+        mv: Move,
+        last: Option<Box<LastMove>>,
+    ) -> (Vec<Event>, Option<FinishedMatch>) {
+        if let Some(last) = last {
+            let LastMove {
+                game,
+                events,
+                result,
+            } = *last;
+            self.game = Some(game);
+            return (events, Some(result));
+        }
+        let game = self
+            .game
+            .as_mut()
+            .expect("moves are decided on a game in play");
+        // The move was checked on this very state when it was decided, and the room
+        // applies no other change between deciding a move and applying it once written
+        // (an unconfirmed write is settled before anything else), so it cannot be
+        // refused now; a refusal would mean the stored log and the room disagree.
+        let events = game
+            .play(mv)
+            .expect("a written move was checked on this state");
+        (events, None)
     }
 
     /// Whether the timeout of this move's turn was already announced (with its tile).
@@ -154,10 +185,10 @@ impl RoomMachine {
             }
             *slot = row;
         }
-        let mut events = vec![json!({ "type": reason.event_name(), "seat": seat })];
+        let mut events = vec![text(json!({ "type": reason.event_name(), "seat": seat }))];
         if let Some(result) = result {
             self.finish(result);
-            events.push(json!({ "type": "game_abandoned" }));
+            events.push(text(json!({ "type": "game_abandoned" })));
         }
         tracing::info!(seat, ?reason, "seat changed");
         self.publish(events, None, now)
@@ -187,35 +218,63 @@ impl RoomMachine {
     // ---- Publishing ------------------------------------------------------------------
 
     pub(super) fn current_view(&self, _now: Millis) -> PublicState {
-        let clocks = self.clocks.as_ref().map(|clocks| ClockSource {
-            clocks,
-            running: !self.ended,
-        });
         public_state(
             &self.lobby,
             &self.seats,
             self.game.as_ref(),
-            clocks,
+            self.clock_source(),
             self.outcome.as_ref(),
         )
+    }
+
+    fn clock_source(&self) -> Option<ClockSource<'_>> {
+        self.clocks.as_ref().map(|clocks| ClockSource {
+            clocks,
+            running: !self.ended,
+        })
     }
 
     /// Announces a committed change: the next `seq`, its events, and the patch to it.
     pub(super) fn publish(
         &mut self,
-        events: Vec<Value>,
+        events: Vec<EventText>,
+        reseated: Option<Arc<HashMap<String, u8>>>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
+        let view = self.current_view(now);
+        let patch = patch_between(&self.view, &view);
+        self.view = view;
+        self.announce(events, &patch, reseated, now)
+    }
+
+    /// Announces a committed move. A move changes only the game and, when it ends it,
+    /// the status, so only those parts of the view are rebuilt and compared: the rest
+    /// (names, rules, seats, the deck commitment and its SHA-256) is kept as it was.
+    pub(super) fn publish_move(&mut self, events: Vec<EventText>, now: Millis) -> Arc<Outgoing> {
+        let game = self
+            .game
+            .as_ref()
+            .map(|game| view::game_view(game, self.clock_source(), self.outcome.as_ref()));
+        let status_before = std::mem::replace(&mut self.view.status, self.lobby.status);
+        let game_before = std::mem::replace(&mut self.view.game, game);
+        let patch = patch_of_move(status_before, game_before.as_ref(), &self.view);
+        self.announce(events, &patch, None, now)
+    }
+
+    /// Gives a change the next `seq` and makes its update from its events and patch.
+    fn announce(
+        &mut self,
+        events: Vec<EventText>,
+        patch: &[Operation],
         reseated: Option<Arc<HashMap<String, u8>>>,
         now: Millis,
     ) -> Arc<Outgoing> {
         self.lobby.seq += 1;
         let seq = self.lobby.seq;
-        let view = self.current_view(now);
-        let patch = patch_between(&self.view, &view);
-        self.view = view;
         let mover = self.mover();
         let turn_ms_left = self.turn_ms_left(now);
         // Serialized once, for the mover's copy and everyone else's.
-        let (events, patch) = (raw_json(&events), raw_json(&patch));
+        let (events, patch) = (raw_json(&events), raw_json(patch));
         let update = |legal| ServerMessage::Update {
             seq,
             events: events.clone(),
@@ -246,7 +305,7 @@ impl RoomMachine {
 }
 
 /// `value` as JSON text, shared by every message that carries it.
-fn raw_json<T: serde::Serialize>(value: &T) -> Arc<serde_json::value::RawValue> {
+fn raw_json<T: serde::Serialize + ?Sized>(value: &T) -> Arc<serde_json::value::RawValue> {
     let text = serde_json::to_string(value).expect("updates serialize");
     Arc::from(serde_json::value::RawValue::from_string(text).expect("serde_json writes JSON"))
 }

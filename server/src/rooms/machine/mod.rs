@@ -60,11 +60,10 @@ pub enum Change {
     },
     Cancelled(CancelReason),
     Moved {
-        game: Box<Game>,
         row: MoveRow,
-        events: Vec<Event>,
-        /// Present when this move ends the game.
-        result: Option<Box<FinishedMatch>>,
+        /// Present when this move ends the game. Any other move is only checked when it
+        /// is decided, and played on the room's game once it is written.
+        last: Option<Box<LastMove>>,
     },
     /// A seat's control or token changed; `row` is the seat as it will be stored.
     SeatChanged {
@@ -73,6 +72,15 @@ pub enum Change {
         /// Present when this change ends the game as abandoned.
         result: Option<Box<FinishedMatch>>,
     },
+}
+
+/// A game's last move, played ahead on a copy of the game: its write carries the match's
+/// result, which takes the end-of-game scoring to know.
+#[derive(Debug)]
+pub struct LastMove {
+    pub game: Game,
+    pub events: Vec<Event>,
+    pub result: FinishedMatch,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -497,8 +505,10 @@ impl RoomMachine {
         origin: MoveOrigin,
         now: Millis,
     ) -> Result<Change, AppError> {
-        let mut next = self.playable_game()?.clone();
-        let events = next.play(mv)?;
+        let game = self.playable_game()?;
+        // Checked, not played: a refused move changes nothing, and an accepted one is
+        // played on the room's game only once written, so no move clones the game.
+        let ends = game.check_ends_game(mv)?;
         let row = MoveRow {
             seq: self.seq() + 1,
             seat,
@@ -507,12 +517,20 @@ impl RoomMachine {
             created_at: now,
             origin,
         };
-        let result = (next.phase() == Phase::Over)
-            .then(|| self.finished_match(&next, &self.seats, Some(&row), &events, now))
-            .map(Box::new);
-        Ok(Change::Moved {
-            game: Box::new(next),
-            row,
+        let last = match ends {
+            true => Some(Box::new(self.last_move(game, &row, now)?)),
+            false => None,
+        };
+        Ok(Change::Moved { row, last })
+    }
+
+    /// Plays a game's last move on a copy of the game, for the result its write carries.
+    fn last_move(&self, game: &Game, row: &MoveRow, now: Millis) -> Result<LastMove, AppError> {
+        let mut game = game.clone();
+        let events = game.play(row.mv)?;
+        let result = self.finished_match(&game, &self.seats, Some(row), &events, now);
+        Ok(LastMove {
+            game,
             events,
             result,
         })
@@ -692,8 +710,17 @@ fn game_for(lobby: &LobbyRow, players: usize) -> Result<(Game, Vec<Event>), Stri
     Game::start(setup).map_err(|error| error.to_string())
 }
 
-fn event_json(event: &Event) -> Value {
-    serde_json::to_value(event).expect("events serialize")
+/// An event as the JSON text an update carries. Events go straight to text: building
+/// each as a `serde_json::Value` tree first cost an allocation per key and string.
+type EventText = Box<serde_json::value::RawValue>;
+
+fn event_json(event: &Event) -> EventText {
+    serde_json::value::to_raw_value(event).expect("events serialize")
+}
+
+/// An event made with `json!`, as the JSON text an update carries.
+fn text(value: Value) -> EventText {
+    serde_json::value::to_raw_value(&value).expect("JSON values serialize")
 }
 
 fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {

@@ -419,4 +419,7 @@ fn check_patch(mirror: &mut Value, update: &Outgoing, machine: &RoomMachine) {
     }
     json_patch::patch(mirror, &patch).unwrap();
     assert_eq!(*mirror, state, "the built patch {patch:?}");
+    // The view is kept between moves, not rebuilt: it must still be the state rebuilt
+    // whole.
+    assert_eq!(machine.view, machine.current_view(0));
 }
