@@ -21,9 +21,10 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 pub async fn keep_leases(state: AppState, cluster: Cluster) {
     let mut renew = tokio::time::interval(cluster.lease_ttl / 3);
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    let mut unloaded = HashSet::new();
     loop {
         tokio::select! {
-            _ = renew.tick() => renew_leases(&state, &cluster).await,
+            _ = renew.tick() => unloaded = renew_leases(&state, &cluster, &unloaded).await,
             _ = sweep.tick() => {
                 match take_over_orphans(&state, &cluster).await {
                     Ok(0) => {}
@@ -36,8 +37,14 @@ pub async fn keep_leases(state: AppState, cluster: Cluster) {
     }
 }
 
-/// Extends this node's leases and unloads the local rooms it no longer holds.
-async fn renew_leases(state: &AppState, cluster: &Cluster) {
+/// Extends this node's leases and unloads the local rooms it no longer holds. Returns the
+/// games it owns without having them in memory; those it also owned so at the last
+/// renewal (`unloaded_before`) are given up.
+async fn renew_leases(
+    state: &AppState,
+    cluster: &Cluster,
+    unloaded_before: &HashSet<Uuid>,
+) -> HashSet<Uuid> {
     let _registry = crate::cluster::hold_registry(cluster).await;
     let held = match state
         .store
@@ -47,7 +54,7 @@ async fn renew_leases(state: &AppState, cluster: &Cluster) {
         Ok(held) => held.into_iter().collect::<HashSet<_>>(),
         Err(error) => {
             tracing::warn!(%error, "cannot renew this node's leases");
-            return;
+            return HashSet::new();
         }
     };
     let local: Vec<RoomHandle> = state
@@ -62,13 +69,16 @@ async fn renew_leases(state: &AppState, cluster: &Cluster) {
             room.tell(RoomRequest::Unload).await;
         }
     }
-    // A lease this node holds for a game it no longer has in memory would keep the game
-    // from everyone: give it up.
+    // A game this node owns but no longer has in memory (its room panicked) would be
+    // kept from everyone: give it up. Only at the second renewal that finds it so: a
+    // lobby is owned from its first row, a moment before its room starts.
     let loaded: HashSet<Uuid> = local.iter().map(|room| room.id).collect();
-    for id in held.difference(&loaded) {
-        tracing::warn!(game = %id, "held the lease of a game not in memory; releasing it");
+    let unloaded: HashSet<Uuid> = held.difference(&loaded).copied().collect();
+    for id in unloaded.intersection(unloaded_before) {
+        tracing::warn!(game = %id, "owned a game not in memory; releasing it");
         let _ = state.store.release_lease(*id, &cluster.node).await;
     }
+    unloaded
 }
 
 /// Gives up a game's lease as soon as its room stops here (a shutdown, a panic), so that

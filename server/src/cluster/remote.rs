@@ -123,8 +123,10 @@ impl RemoteRoom {
             }
         };
         requests.close();
-        self.stopped.cancel();
+        // Requests already with a replaced owner will get no answer; those with an owner
+        // whose game just ended will (the last move's ack among them).
         if let Stop::Reconnect = stop {
+            self.stopped.cancel();
             self.tell_connections_to_reconnect();
         }
         // Requests already queued are answered: the caller retries and finds the owner.
