@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_tungstenite::connect_async;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// How long a roaming client may go without any frame before the test fails: longer
 /// than a lease (a killed owner's games wait for it to lapse) plus a sweep.
@@ -104,7 +104,10 @@ pub struct Acked {
 /// What a roaming client ends with.
 #[derive(Debug)]
 pub struct RoamingReport {
+    /// The last state it mirrored: the final one, unless the game ended while it was
+    /// reconnecting (then `saw_the_end` is false and the match is served over REST).
     pub state: Value,
+    pub saw_the_end: bool,
     pub seq: u64,
     pub acked: Vec<Acked>,
     /// Connections opened after the first.
@@ -141,6 +144,9 @@ enum Next {
     /// The connection ended: reconnect.
     Reconnect,
     Finished,
+    /// The game ended while this client was away: its room has left memory (the socket
+    /// gets 404) and the finished match is served over REST.
+    FinishedWhileAway,
 }
 
 impl RoamingClient {
@@ -157,9 +163,15 @@ impl RoamingClient {
         loop {
             let address = self.nodes.pick(self.preferred, attempt);
             let url = format!("ws://{address}/ws/games/{}", self.game);
-            if let Next::Finished = self.connection(&url, &mut mirror).await {
+            let saw_the_end = match self.connection(&url, &mut mirror).await {
+                Next::Reconnect => None,
+                Next::Finished => Some(true),
+                Next::FinishedWhileAway => Some(false),
+            };
+            if let Some(saw_the_end) = saw_the_end {
                 return RoamingReport {
                     state: mirror.state,
+                    saw_the_end,
                     seq: mirror.seq.unwrap_or(0),
                     acked: mirror.acked,
                     reconnects: attempt as u32,
@@ -177,8 +189,12 @@ impl RoamingClient {
 
     /// One connection, from hello until it ends or the game does.
     async fn connection(&self, url: &str, mirror: &mut Mirror) -> Next {
-        let Ok((mut socket, _)) = connect_async(url).await else {
-            return Next::Reconnect;
+        let mut socket = match connect_async(url).await {
+            Ok((socket, _)) => socket,
+            Err(WsError::Http(response)) if response.status() == 404 => {
+                return self.finished_while_away(url).await;
+            }
+            Err(_) => return Next::Reconnect,
         };
         mirror.sent_at = None;
         let hello = json!({ "type": "hello", "token": self.token, "last_seq": mirror.seq });
@@ -214,6 +230,18 @@ impl RoamingClient {
             {
                 return Next::Reconnect;
             }
+        }
+    }
+
+    /// After a 404 for the game's socket: finished if the match is served, or else try
+    /// again (a node that does not know the game yet).
+    async fn finished_while_away(&self, ws_url: &str) -> Next {
+        let base = ws_url.replacen("ws://", "http://", 1);
+        let (node, _) = base.split_once("/ws/").expect("a game socket URL");
+        let detail = format!("{node}/api/matches/{}", self.game);
+        match reqwest::get(&detail).await {
+            Ok(response) if response.status() == 200 => Next::FinishedWhileAway,
+            _ => Next::Reconnect,
         }
     }
 

@@ -38,7 +38,7 @@ pub async fn relay(
             update = updates.recv() => match update {
                 Ok(outgoing) => {
                     closing |= outgoing.closing;
-                    publish(&cluster, id, &Published::Update((&*outgoing).into())).await;
+                    publish(&cluster, id, &Published::Update(outgoing)).await;
                 }
                 // Other nodes' connections see the gap in `seq` and resynchronise.
                 Err(RecvError::Lagged(skipped)) => {
@@ -71,10 +71,11 @@ pub async fn listen(cluster: &Cluster, id: uuid::Uuid) -> Result<Subscriber, App
 }
 
 async fn publish(cluster: &Cluster, id: uuid::Uuid, published: &Published) {
-    let payload = serde_json::to_vec(published).expect("serializable");
+    let (headers, payload) = published.encode();
+    let subject = updates_subject(id);
     if let Err(error) = cluster
         .nats
-        .publish(updates_subject(id), payload.into())
+        .publish_with_headers(subject, headers, payload)
         .await
     {
         tracing::warn!(%error, game = %id, "cannot publish an update to other nodes");

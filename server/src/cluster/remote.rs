@@ -104,9 +104,8 @@ impl RemoteRoom {
                     Some(request) => self.forward(request),
                     None => break Stop::Idle,
                 },
-                message = published.next() => match message.map(|m| serde_json::from_slice(&m.payload)) {
-                    Some(Ok(Published::Update(update))) => {
-                        let outgoing = Arc::new(Outgoing::from(update));
+                message = published.next() => match message.map(|m| Published::decode(m.headers.as_ref(), m.payload)) {
+                    Some(Ok(Published::Update(outgoing))) => {
                         let closing = outgoing.closing;
                         let _ = self.updates.send(outgoing);
                         if closing {

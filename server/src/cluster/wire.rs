@@ -8,6 +8,8 @@
 use crate::auth::Token;
 use crate::error::AppError;
 use crate::rooms::{Connected, JoinedSeat, Outgoing, Reply, RoomRequest};
+use async_nats::HeaderMap;
+use axum::body::Bytes;
 use axum::extract::ws::Utf8Bytes;
 use carcassonne_bots::BotLevel;
 use carcassonne_core::Move;
@@ -176,16 +178,126 @@ impl From<Update> for Outgoing {
 }
 
 /// What the owner publishes on a game's update subject.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+///
+/// Unlike requests and answers, these are not JSON: every update goes out on this path,
+/// and wrapping its two texts (themselves JSON) in JSON would cost escaping them on the
+/// owner and parsing them on every other node. The texts are the payload, one after the
+/// other, and the rest goes in NATS headers.
+#[derive(Debug)]
 pub enum Published {
     /// One update of the room, in `seq` order.
-    Update(Update),
+    Update(Arc<Outgoing>),
     /// The room ended (finished or cancelled) and left its owner's memory.
     Ended,
     /// A node took the game over from its log: connections elsewhere reconnect so that the
     /// new owner knows them.
     TakenOver,
+}
+
+mod header {
+    pub const KIND: &str = "Carcassonne-Kind";
+    pub const SEQ: &str = "Carcassonne-Seq";
+    pub const MOVER: &str = "Carcassonne-Mover";
+    /// The length of the mover's text at the start of the payload, when it has one of
+    /// its own.
+    pub const MOVER_BYTES: &str = "Carcassonne-Mover-Bytes";
+    pub const RESEATED: &str = "Carcassonne-Reseated";
+    pub const SNAPSHOT: &str = "Carcassonne-Snapshot";
+    pub const CLOSING: &str = "Carcassonne-Closing";
+}
+
+impl Published {
+    /// The headers and payload of this message.
+    pub fn encode(&self) -> (HeaderMap, Bytes) {
+        let mut headers = HeaderMap::new();
+        let outgoing = match self {
+            Published::Ended => {
+                headers.insert(header::KIND, "ended");
+                return (headers, Bytes::new());
+            }
+            Published::TakenOver => {
+                headers.insert(header::KIND, "taken_over");
+                return (headers, Bytes::new());
+            }
+            Published::Update(outgoing) => outgoing,
+        };
+        headers.insert(header::KIND, "update");
+        if let Some(seq) = outgoing.seq {
+            headers.insert(header::SEQ, seq.to_string());
+        }
+        if let Some(mover) = &outgoing.mover {
+            headers.insert(header::MOVER, mover.as_str());
+        }
+        if let Some(reseated) = &outgoing.reseated {
+            let reseated = serde_json::to_string(&**reseated).expect("serializable");
+            headers.insert(header::RESEATED, reseated);
+        }
+        for (flag, name) in [
+            (outgoing.snapshot, header::SNAPSHOT),
+            (outgoing.closing, header::CLOSING),
+        ] {
+            if flag {
+                headers.insert(name, "1");
+            }
+        }
+        let (mover, others) = (
+            outgoing.for_mover.as_bytes(),
+            outgoing.for_others.as_bytes(),
+        );
+        if mover == others {
+            return (headers, Bytes::copy_from_slice(others));
+        }
+        headers.insert(header::MOVER_BYTES, mover.len().to_string());
+        let mut payload = Vec::with_capacity(mover.len() + others.len());
+        payload.extend_from_slice(mover);
+        payload.extend_from_slice(others);
+        (headers, Bytes::from(payload))
+    }
+
+    /// Reads what [`Published::encode`] wrote.
+    pub fn decode(headers: Option<&HeaderMap>, payload: Bytes) -> Result<Published, String> {
+        let headers = headers.ok_or("no headers")?;
+        let text = |name: &str| headers.get(name).map(|value| value.as_str().to_owned());
+        match text(header::KIND).as_deref() {
+            Some("ended") => return Ok(Published::Ended),
+            Some("taken_over") => return Ok(Published::TakenOver),
+            Some("update") => {}
+            other => return Err(format!("unknown kind {other:?}")),
+        }
+        let number =
+            |name: &str| text(name).map(|n| n.parse::<u64>().map_err(|e| format!("{name}: {e}")));
+        let utf8 = |bytes: Bytes| Utf8Bytes::try_from(bytes).map_err(|e| e.to_string());
+        let (for_mover, for_others) = match number(header::MOVER_BYTES).transpose()? {
+            Some(split) if split as usize <= payload.len() => {
+                let mut others = payload;
+                let mover = others.split_to(split as usize);
+                (utf8(mover)?, utf8(others)?)
+            }
+            Some(split) => {
+                return Err(format!(
+                    "a mover's text of {split} bytes in a shorter payload"
+                ));
+            }
+            None => {
+                let text = utf8(payload)?;
+                (text.clone(), text)
+            }
+        };
+        let reseated = text(header::RESEATED)
+            .map(|json| {
+                serde_json::from_str::<HashMap<String, u8>>(&json).map_err(|e| e.to_string())
+            })
+            .transpose()?;
+        Ok(Published::Update(Arc::new(Outgoing {
+            seq: number(header::SEQ).transpose()?,
+            mover: text(header::MOVER),
+            for_mover,
+            for_others,
+            reseated: reseated.map(Arc::new),
+            snapshot: headers.get(header::SNAPSHOT).is_some(),
+            closing: headers.get(header::CLOSING).is_some(),
+        })))
+    }
 }
 
 pub fn updates_of(outgoings: &[Arc<Outgoing>]) -> Vec<Update> {
@@ -395,12 +507,11 @@ mod tests {
         outgoing.mover = Some("hash".into());
         outgoing.for_mover = Utf8Bytes::from(r#"{"type":"update","seq":7,"legal_moves":{}}"#);
         outgoing.reseated = Some(Arc::new(HashMap::from([("hash".to_owned(), 1)])));
-        let published = Published::Update(Update::from(&outgoing));
-        let text = serde_json::to_string(&published).unwrap();
-        let Published::Update(update) = serde_json::from_str(&text).unwrap() else {
-            panic!("an update: {text}");
+        let outgoing = Arc::new(outgoing);
+        let (headers, payload) = Published::Update(outgoing.clone()).encode();
+        let Ok(Published::Update(back)) = Published::decode(Some(&headers), payload) else {
+            panic!("an update");
         };
-        let back = Outgoing::from(update);
         assert_eq!(back.seq, Some(7));
         assert_eq!(back.mover.as_deref(), Some("hash"));
         assert_eq!(back.for_mover, outgoing.for_mover);
@@ -410,7 +521,31 @@ mod tests {
     }
 
     #[test]
+    fn the_end_and_a_take_over_cross_the_wire() {
+        let (headers, payload) = Published::Ended.encode();
+        let ended = Published::decode(Some(&headers), payload);
+        assert!(matches!(ended, Ok(Published::Ended)), "{ended:?}");
+        let (headers, payload) = Published::TakenOver.encode();
+        let taken = Published::decode(Some(&headers), payload);
+        assert!(matches!(taken, Ok(Published::TakenOver)), "{taken:?}");
+        let garbled = Published::decode(None, Bytes::from_static(b"{}"));
+        assert!(garbled.is_err());
+    }
+
+    #[test]
     fn the_same_text_for_everyone_travels_once() {
+        let outgoing = Outgoing::plain(Some(3), r#"{"type":"update"}"#.into());
+        let (headers, payload) = Published::Update(Arc::new(outgoing)).encode();
+        assert_eq!(payload.len(), r#"{"type":"update"}"#.len());
+        let Ok(Published::Update(back)) = Published::decode(Some(&headers), payload) else {
+            panic!("an update");
+        };
+        assert_eq!(back.for_mover, back.for_others);
+        assert_eq!(back.seq, Some(3));
+    }
+
+    #[test]
+    fn the_same_answer_text_for_everyone_travels_once() {
         let outgoing = Outgoing::plain(None, r#"{"type":"presence"}"#.into());
         let text = serde_json::to_string(&Update::from(&outgoing)).unwrap();
         assert_eq!(text.matches("presence").count(), 1, "{text}");
