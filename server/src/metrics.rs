@@ -33,6 +33,12 @@ pub struct Metrics {
     pub http_latency: HistogramVec,
     /// The database pool: `size`, `idle` and `max` connections.
     pub pool: IntGaugeVec,
+    /// Cluster mode, by event: `taken_over` (a game restored here from its log),
+    /// `lease_lost` (a room unloaded because another node owns its game), `relayed` (a
+    /// request sent to another node's game), `owner_unreachable` (its owner did not answer).
+    pub cluster_events: IntCounterVec,
+    /// Cluster mode: stand-ins for games other nodes own.
+    pub stand_ins: IntGauge,
 }
 
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -115,13 +121,23 @@ impl Metrics {
                 "The database pool's connections: size (open), idle, max.",
                 &["state"],
             ),
+            cluster_events: counter_vec(
+                "carcassonne_cluster_events_total",
+                "Cluster mode, by event: taken_over, lease_lost, relayed, owner_unreachable.",
+                &["event"],
+            ),
+            stand_ins: IntGauge::new(
+                "carcassonne_cluster_stand_ins",
+                "Cluster mode: stand-ins for games that other nodes own.",
+            )
+            .expect("valid metric"),
         };
         metrics.register_all();
         metrics
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn Collector>; 12] = [
+        let collectors: [Box<dyn Collector>; 14] = [
             Box::new(self.live_rooms.clone()),
             Box::new(self.connections.clone()),
             Box::new(self.connections_by_role.clone()),
@@ -134,12 +150,19 @@ impl Metrics {
             Box::new(self.http_requests.clone()),
             Box::new(self.http_latency.clone()),
             Box::new(self.pool.clone()),
+            Box::new(self.cluster_events.clone()),
+            Box::new(self.stand_ins.clone()),
         ];
         for collector in collectors {
             self.registry
                 .register(collector)
                 .expect("metric names are unique");
         }
+    }
+
+    /// Counts a cluster event (see [`Metrics::cluster_events`]).
+    pub fn cluster_event(&self, event: &'static str) {
+        self.cluster_events.with_label_values(&[event]).inc();
     }
 
     pub fn reject(&self, code: &str) {

@@ -86,6 +86,12 @@ async fn games_survive_a_node_stopping_and_another_dying() {
         "{}",
         node_a.log()
     );
+    let (_, metrics) = Api::new(node_a.http()).get("/metrics").await;
+    let metrics = metrics.as_str().unwrap_or_default().to_owned();
+    for event in ["taken_over", "relayed"] {
+        let line = format!("carcassonne_cluster_events_total{{event=\"{event}\"}}");
+        assert!(metrics.contains(&line), "{event} is counted:\n{metrics}");
+    }
     assert!(reconnects >= 4, "clients of both stopped nodes reconnected");
 }
 

@@ -66,6 +66,7 @@ async fn renew_leases(
     for room in &local {
         if !held.contains(&room.id) {
             tracing::warn!(game = %room.id, "lost the lease of a game; unloading it");
+            state.metrics.cluster_event("lease_lost");
             room.tell(RoomRequest::Unload).await;
         }
     }

@@ -139,6 +139,7 @@ async fn take_over(
     match Room::restore(live, state.room_services()) {
         Ok(room) => {
             tracing::info!(game = %id, node = %cluster.node, "took the game over");
+            state.metrics.cluster_event("taken_over");
             start_owned_room(state, cluster, room, true).await.map(Some)
         }
         Err(error) => {
@@ -149,9 +150,11 @@ async fn take_over(
     }
 }
 
-/// Starts the room of a lobby just created on this node. In cluster mode the node takes
-/// its lease first; should another node's sweep have taken the new lobby in the moment
-/// between its insert and the lease, that node serves it and this one does not.
+/// Starts the room of a lobby just created on this node. In cluster mode the lobby is
+/// this node's from its insert; taking its lease here also renews the node's own, so the
+/// node cannot look dead to the others before its keeper's first renewal. Should the
+/// game be another node's after all (this node's lease had lapsed and a sweep took it),
+/// that node serves it and this one does not.
 pub async fn start_new_room(state: &AppState, room: Room) -> Result<(), AppError> {
     let Some(cluster) = &state.cluster else {
         state.spawn_room(room);

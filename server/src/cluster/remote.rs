@@ -11,6 +11,7 @@
 use crate::cluster::wire::{self, Published};
 use crate::cluster::{Cluster, requests_subject, updates_subject};
 use crate::error::AppError;
+use crate::metrics::Metrics;
 use crate::protocol::ServerMessage;
 use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
 use crate::state::AppState;
@@ -47,6 +48,7 @@ pub struct RemoteRoom {
     /// answered at once ("reconnect shortly") rather than at their timeout.
     stopped: CancellationToken,
     last_used: Instant,
+    metrics: Arc<Metrics>,
 }
 
 /// Starts a stand-in for game `id` and registers it.
@@ -76,13 +78,17 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
         owner_lost,
         stopped: CancellationToken::new(),
         last_used: Instant::now(),
+        metrics: state.metrics.clone(),
     };
     state.rooms.insert(handle.clone());
+    state.metrics.stand_ins.inc();
     let (rooms, registered, shutdown) =
         (state.rooms.clone(), handle.clone(), state.shutdown.clone());
+    let metrics = state.metrics.clone();
     state.tasks.spawn(async move {
         room.run(requests, subscription, lost, shutdown).await;
         rooms.remove_handle(&registered);
+        metrics.stand_ins.dec();
     });
     tracing::debug!(game = %id, "reaching a game owned by another node");
     Ok(handle)
@@ -163,7 +169,8 @@ impl RemoteRoom {
             requests_subject(self.id),
             self.owner_lost.clone(),
         );
-        let stopped = self.stopped.clone();
+        let (stopped, metrics) = (self.stopped.clone(), self.metrics.clone());
+        metrics.cluster_event("relayed");
         tokio::spawn(async move {
             let Some(waiter) = waiter else {
                 if let Err(error) = nats.publish(subject, payload.into()).await {
@@ -188,6 +195,7 @@ impl RemoteRoom {
                         error.kind(),
                         RequestErrorKind::NoResponders | RequestErrorKind::TimedOut
                     ) {
+                        metrics.cluster_event("owner_unreachable");
                         let _ = lost.send(());
                     }
                     tracing::warn!(%error, "the owner of a game did not answer");

@@ -522,6 +522,7 @@ impl Room {
             }
             Err(StoreError::NotOwner(cause)) => {
                 tracing::warn!(%cause, seq, "another node owns this game now; unloading");
+                self.metrics.cluster_event("lease_lost");
                 self.lost_lease = true;
                 Err(AppError::ShuttingDown)
             }
