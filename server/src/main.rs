@@ -114,8 +114,8 @@ struct ClusterArgs {
     /// This node's name in the cluster, unique among the nodes (default: a random one).
     #[arg(long, env = "NODE_NAME")]
     node_name: Option<String>,
-    /// How long a game's lease lasts unless its owner renews it: the games of a node that
-    /// dies are taken over after at most this long.
+    /// How long a node's lease on its games lasts unless the node renews it: the games of
+    /// a node that dies are taken over after at most this long.
     #[arg(long, env = "LEASE_TTL", default_value_t = HumanDuration(ClusterConfig::DEFAULT_LEASE_TTL))]
     lease_ttl: HumanDuration,
 }

@@ -192,6 +192,7 @@ pub async fn start_owned_room(
         .spawn(lease::release_when_stopped(store, owner, handle.clone()));
     let relay = relay::relay(
         cluster.clone(),
+        state.store.clone(),
         handle.clone(),
         requests,
         updates,

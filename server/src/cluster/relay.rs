@@ -10,6 +10,7 @@ use crate::cluster::{Cluster, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
 use async_nats::Subscriber;
+use carcassonne_store::Store;
 use futures_util::StreamExt;
 use std::sync::Arc;
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -19,6 +20,7 @@ use tokio::sync::broadcast::{self, error::RecvError};
 /// reconnect so the room knows them.
 pub async fn relay(
     cluster: Cluster,
+    store: Store,
     room: RoomHandle,
     mut requests: Subscriber,
     mut updates: broadcast::Receiver<Arc<Outgoing>>,
@@ -45,14 +47,24 @@ pub async fn relay(
                     tracing::warn!(skipped, game = %id, "the relay fell behind its room");
                 }
                 Err(RecvError::Closed) => {
-                    // A room that closes for a shutdown or a lost lease lives on elsewhere.
+                    // A room that closes for a shutdown or a lost lease said so; one that
+                    // stopped otherwise (a panic) leaves a game that lives on elsewhere.
                     if !closing {
-                        publish(&cluster, id, &Published::Ended).await;
+                        publish(&cluster, id, &end_of(&store, id).await).await;
                     }
                     break;
                 }
             },
         }
+    }
+}
+
+/// What to tell other nodes when a room stopped without saying why: `Ended` if the game
+/// is no longer live, or else that it moves (its connections reconnect and find it).
+async fn end_of(store: &Store, id: uuid::Uuid) -> Published {
+    match store.lease_holder(id).await {
+        Ok(None) => Published::Ended,
+        Ok(Some(_)) | Err(_) => Published::TakenOver,
     }
 }
 

@@ -1,6 +1,8 @@
 //! What nodes say to each other over NATS: a room request without its reply channel, the
-//! reply, and a room's updates. All of it is JSON, like everything else this server
-//! speaks, so that `nats sub 'carcassonne.>'` shows an operator what is going on.
+//! reply, and a room's updates. Requests and answers are JSON, like everything else this
+//! server speaks, so that `nats sub 'carcassonne.>'` shows an operator what is going on;
+//! updates are the clients' own JSON texts, with what the stand-ins need in headers
+//! (see [`Published`]).
 //!
 //! Seat tokens cross this wire only as hashes, except the fresh token of a seat just
 //! taken or reclaimed, which the owner made and must hand to the node the player asked.
@@ -189,8 +191,9 @@ pub enum Published {
     Update(Arc<Outgoing>),
     /// The room ended (finished or cancelled) and left its owner's memory.
     Ended,
-    /// A node took the game over from its log: connections elsewhere reconnect so that the
-    /// new owner knows them.
+    /// The game has, or is about to have, a new owner (a node took it over from its log,
+    /// or its room stopped here without ending it): connections elsewhere reconnect so
+    /// that the owner knows them.
     TakenOver,
 }
 
