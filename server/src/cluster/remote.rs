@@ -12,7 +12,6 @@ use crate::cluster::wire::{self, Published};
 use crate::cluster::{Cluster, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::protocol::ServerMessage;
 use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
 use crate::state::AppState;
 use async_nats::{RequestErrorKind, Subscriber};
@@ -149,11 +148,7 @@ impl RemoteRoom {
 
     /// Local connections close with 1012 and come back to whichever node owns the game.
     fn tell_connections_to_reconnect(&self) {
-        let message = ServerMessage::Shutdown {
-            message: "the game moved to another server; reconnect".into(),
-        };
-        let mut closing = Outgoing::plain(None, message.to_json());
-        closing.closing = true;
+        let closing = Outgoing::closing("the game moved to another server; reconnect");
         let _ = self.updates.send(Arc::new(closing));
     }
 

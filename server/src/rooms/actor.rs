@@ -23,7 +23,6 @@ use crate::bots::BotPool;
 use crate::clock::now_millis;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::protocol::ServerMessage;
 use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine};
 use crate::rooms::{Connected, JoinedSeat, Outgoing, RoomRequest, RoomSettings};
 use carcassonne_core::Move;
@@ -170,11 +169,7 @@ impl Room {
     /// Tells every connection to reconnect: the server is stopping, or (cluster mode)
     /// another node decides the game from now on.
     fn announce_shutdown(&self) {
-        let message = ServerMessage::Shutdown {
-            message: "the server is restarting".into(),
-        };
-        let mut closing = Outgoing::plain(None, message.to_json());
-        closing.closing = true;
+        let closing = Outgoing::closing("the server is restarting");
         let _ = self.updates.send(Arc::new(closing));
     }
 

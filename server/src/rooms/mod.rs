@@ -173,6 +173,17 @@ impl Outgoing {
         }
     }
 
+    /// A `shutdown` message that closes every connection it reaches (1012): they
+    /// reconnect, to this server once it is back or to the game's new owner.
+    pub fn closing(message: &str) -> Outgoing {
+        let shutdown = crate::protocol::ServerMessage::Shutdown {
+            message: message.into(),
+        };
+        let mut closing = Outgoing::plain(None, shutdown.to_json());
+        closing.closing = true;
+        closing
+    }
+
     pub fn text_for(&self, token_hash: Option<&str>) -> &Utf8Bytes {
         match (&self.mover, token_hash) {
             (Some(mover), Some(mine)) if mover == mine => &self.for_mover,
