@@ -11,10 +11,10 @@
 //! update is the next `seq`, and every frame is valid under the protocol's schema.
 
 use crate::client::{assert_valid_server_message, legal_moves_of};
+use crate::database::skip_unless_required;
 use crate::server::TestServer;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -40,18 +40,10 @@ pub fn nats_or_skip() -> bool {
         addresses
             .any(|address| TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok())
     });
-    if listens {
-        return true;
+    if !listens {
+        skip_unless_required("NATS", "REQUIRE_NATS", &url);
     }
-    let required = std::env::var("REQUIRE_NATS").is_ok_and(|value| value == "1");
-    assert!(!required, "REQUIRE_NATS=1, but nothing listens at {url}");
-    let thread = std::thread::current();
-    let test = thread.name().unwrap_or("a test");
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED (NATS unreachable at {url}): {test}"
-    );
-    false
+    listens
 }
 
 /// Starts one node of a cluster on `database_url` (Postgres), named `name`.

@@ -48,18 +48,7 @@ impl TestDatabase {
         if postgres_listens(&url) {
             return Some(TestDatabase::postgres());
         }
-        let required = std::env::var("REQUIRE_POSTGRES").is_ok_and(|value| value == "1");
-        assert!(
-            !required,
-            "REQUIRE_POSTGRES=1, but nothing listens at {url}"
-        );
-        let thread = std::thread::current();
-        let test = thread.name().unwrap_or("a test");
-        // Written to the stream itself: the test harness captures `eprintln!`.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED (Postgres unreachable at {url}): {test}"
-        );
+        skip_unless_required("Postgres", "REQUIRE_POSTGRES", &url);
         None
     }
 
@@ -114,6 +103,23 @@ impl Drop for TestDatabase {
                 .output();
         }
     }
+}
+
+/// A service a test needs is not there: fails when `required_variable` is `1` (as CI
+/// sets it), and otherwise says on stderr that the test is skipped.
+pub fn skip_unless_required(service: &str, required_variable: &str, url: &str) {
+    let required = std::env::var(required_variable).is_ok_and(|value| value == "1");
+    assert!(
+        !required,
+        "{required_variable}=1, but nothing listens at {url}"
+    );
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    // Written to the stream itself: the test harness captures `eprintln!`.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED ({service} unreachable at {url}): {test}"
+    );
 }
 
 /// Whether something accepts TCP connections at the host and port of `url`, checked
