@@ -8,17 +8,10 @@
 # the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${CARGO_TARGET_DIR:-target}
-server=$target/release/carcassonne-server
-loadgen=$target/release/carcassonne-loadgen
-duration=${LOADGEN_DURATION:-20s}
+# shellcheck source=loadgen/common.sh
+source loadgen/common.sh
 games=${GAMES:-200}
 nats=${NATS_URL:-nats://127.0.0.1:4222}
-lift="--messages-per-second 1000000 --message-burst 1000000 \
-  --requests-per-second 1000000 --request-burst 1000000 \
-  --max-open-lobbies 100000 --max-open-lobbies-per-client 100000 \
-  --max-connections-per-ip 0 --max-pending-connections-per-ip 0 \
-  --max-pending-connections 100000 --max-connections 100000 --max-tcp-connections 100000"
 scratch=$(mktemp -d)
 pids=()
 cleanup() {

@@ -6,15 +6,8 @@
 # auth on 127.0.0.1:5432); each run gets a fresh SQLite file or Postgres database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target=${CARGO_TARGET_DIR:-target}
-server=$target/release/carcassonne-server
-loadgen=$target/release/carcassonne-loadgen
-duration=${LOADGEN_DURATION:-20s}
-lift="--messages-per-second 1000000 --message-burst 1000000 \
-  --requests-per-second 1000000 --request-burst 1000000 \
-  --max-open-lobbies 100000 --max-open-lobbies-per-client 100000 \
-  --max-connections-per-ip 0 --max-pending-connections-per-ip 0 \
-  --max-pending-connections 100000 --max-connections 100000 --max-tcp-connections 100000"
+# shellcheck source=loadgen/common.sh
+source loadgen/common.sh
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
