@@ -27,7 +27,9 @@ async fn echo_connection(stream: TcpStream) {
     if stream.set_nodelay(true).is_err() {
         return;
     }
-    let Ok(mut socket) = tokio_tungstenite::accept_async(stream).await else {
+    let Ok(mut socket) =
+        tokio_tungstenite::accept_async_with_config(stream, Some(socket::config())).await
+    else {
         return;
     };
     while let Some(Ok(message)) = socket.next().await {

@@ -97,11 +97,13 @@ impl Player {
     }
 
     async fn play_until_the_end(&mut self) -> Ending {
-        let deadline = tokio::time::Instant::from_std(self.window.end);
+        // One timer for the whole game, not one registered and dropped per frame.
+        let deadline = tokio::time::sleep_until(tokio::time::Instant::from_std(self.window.end));
+        tokio::pin!(deadline);
         loop {
             let message = tokio::select! {
                 message = self.socket.next() => message,
-                () = tokio::time::sleep_until(deadline) => return Ending::Deadline,
+                () = &mut deadline => return Ending::Deadline,
             };
             match message {
                 Some(Ok(Message::Text(text))) => {
