@@ -463,8 +463,16 @@ impl Store {
             Backend::Postgres => BackendStore::Postgres(postgres::connect(options).await?),
             Backend::Sqlite => BackendStore::Sqlite(sqlite::connect(options).await?),
         };
+        let for_writer = backend.clone();
+        let writer_options = options.clone();
+        let open_writer = move || match for_writer {
+            BackendStore::Postgres(_) => {
+                postgres::connect_writer(&writer_options).map(BackendStore::Postgres)
+            }
+            sqlite @ BackendStore::Sqlite(_) => Ok(sqlite),
+        };
         let store = Store {
-            moves: MoveWriter::start(backend.clone(), options.operation_timeout),
+            moves: MoveWriter::start(open_writer, options.operation_timeout)?,
             backend,
             operation_timeout: options.operation_timeout,
         };
