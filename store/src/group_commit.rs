@@ -17,6 +17,8 @@
 //! holds up no other game's moves.
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
@@ -38,10 +40,18 @@ struct PendingMove {
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
+/// A write that runs alone on the writer's connection, between batches: the
+/// transaction that ends a game. It answers its caller itself.
+type SoloWrite = Box<dyn FnOnce(BackendStore) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// How many solo writes may wait for the writer: one per game ending at that moment.
+const SOLO_QUEUE_CAPACITY: usize = 1024;
+
 /// The handle rooms write through; the writer task stops once every handle is dropped.
 #[derive(Clone, Debug)]
 pub(crate) struct MoveWriter {
     queue: mpsc::Sender<PendingMove>,
+    solo: mpsc::Sender<SoloWrite>,
 }
 
 impl MoveWriter {
@@ -64,6 +74,7 @@ impl MoveWriter {
         operation_timeout: Duration,
     ) -> Result<MoveWriter, StoreError> {
         let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
+        let (solo, solo_pending) = mpsc::channel(SOLO_QUEUE_CAPACITY);
         let unstarted = |error: std::io::Error| {
             StoreError::Unavailable(format!("the move writer could not start: {error}"))
         };
@@ -76,7 +87,11 @@ impl MoveWriter {
             let backend = runtime.block_on(async { open() });
             let _ = opened.send(backend.as_ref().map(|_| ()).map_err(Clone::clone));
             if let Ok(backend) = backend {
-                runtime.block_on(write_batches(backend, pending, operation_timeout));
+                let queues = Queues {
+                    moves: pending,
+                    solo: solo_pending,
+                };
+                runtime.block_on(write_batches(backend, queues, operation_timeout));
             }
         };
         std::thread::Builder::new()
@@ -85,7 +100,30 @@ impl MoveWriter {
             .map_err(unstarted)?;
         let stopped = || StoreError::Unavailable("the move writer stopped at once".into());
         backend.recv().map_err(|_| stopped())??;
-        Ok(MoveWriter { queue })
+        Ok(MoveWriter { queue, solo })
+    }
+
+    /// Runs `write` alone on the writer's backend, between two batches, and returns its
+    /// answer. A game's last write goes this way: it is a transaction of a dozen
+    /// statements, and on the server's runtime each of its round trips waited behind
+    /// every ready connection task, so that under load a game's last move took 0.5 to
+    /// 2.5 s to be acknowledged.
+    pub(crate) async fn alone<T, W>(&self, write: W) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        W: FnOnce(BackendStore) -> Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send>>
+            + Send
+            + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job: SoloWrite = Box::new(move |backend| {
+            Box::pin(async move {
+                let _ = reply.send(write(backend).await);
+            })
+        });
+        let stopped = || StoreError::Unavailable("the move writer has stopped".into());
+        self.solo.send(job).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     /// Queues `row` for `game` and waits until the batch holding it has committed.
@@ -100,14 +138,33 @@ impl MoveWriter {
     }
 }
 
-/// The writer task: a batch at a time, until every handle is gone.
-async fn write_batches(
-    backend: BackendStore,
-    mut queue: mpsc::Receiver<PendingMove>,
-    operation_timeout: Duration,
-) {
+/// What the writer reads: moves to batch, and writes to run alone.
+struct Queues {
+    moves: mpsc::Receiver<PendingMove>,
+    solo: mpsc::Receiver<SoloWrite>,
+}
+
+/// The writer task: a batch at a time, with the solo writes waiting run before each,
+/// until every handle is gone.
+async fn write_batches(backend: BackendStore, mut queues: Queues, operation_timeout: Duration) {
     let mut held_over = Vec::new();
-    while let Some(batch) = next_batch(&mut queue, &mut held_over).await {
+    loop {
+        while let Ok(write) = queues.solo.try_recv() {
+            run_alone(&backend, write, operation_timeout).await;
+        }
+        if held_over.is_empty() {
+            tokio::select! {
+                Some(write) = queues.solo.recv() => {
+                    run_alone(&backend, write, operation_timeout).await;
+                    continue;
+                }
+                first = queues.moves.recv() => match first {
+                    Some(pending) => held_over.push(pending),
+                    None => break,
+                },
+            }
+        }
+        let batch = next_batch(&mut queues.moves, &mut held_over);
         let moves: Vec<(Uuid, &MoveRow)> = batch.iter().map(|p| (p.game, &p.row)).collect();
         let answers = write_within(&backend, &moves, operation_timeout).await;
         for (pending, answer) in batch.into_iter().zip(answers) {
@@ -116,6 +173,12 @@ async fn write_batches(
             let _ = pending.reply.send(answer);
         }
     }
+}
+
+/// Runs a solo write, or drops it where it stands after `limit`, as `write_within` does
+/// with a batch; its caller then hears that the writer could not answer.
+async fn run_alone(backend: &BackendStore, write: SoloWrite, limit: Duration) {
+    let _ = tokio::time::timeout(limit, write(backend.clone())).await;
 }
 
 /// Writes a batch, or gives up on it after `limit`: the write's future is then dropped
@@ -135,19 +198,16 @@ async fn write_within(
     }
 }
 
-/// Everything queued now, up to the batch limit, at most one move per game: a second
-/// move of a game already in the batch is held over for the next one. Waits for a first
-/// move when nothing is queued; `None` once the queue is closed and empty.
-async fn next_batch(
+/// The moves held over from the last batch and everything queued now, up to the batch
+/// limit, at most one move per game: a second move of a game already in the batch is
+/// held over for the next one.
+fn next_batch(
     queue: &mut mpsc::Receiver<PendingMove>,
     held_over: &mut Vec<PendingMove>,
-) -> Option<Vec<PendingMove>> {
+) -> Vec<PendingMove> {
     let mut batch = Batch::default();
     for pending in std::mem::take(held_over) {
         batch.take(pending);
-    }
-    if batch.moves.is_empty() {
-        batch.take(queue.recv().await?);
     }
     while batch.moves.len() < MOST_MOVES_PER_BATCH {
         match queue.try_recv() {
@@ -156,7 +216,7 @@ async fn next_batch(
         }
     }
     *held_over = batch.held_over;
-    Some(batch.moves)
+    batch.moves
 }
 
 /// A batch being gathered.

@@ -92,6 +92,31 @@ pub enum FinalChange<'a> {
     Seat { seat: &'a SeatRow, seq: u64 },
 }
 
+/// A [`FinalChange`] that owns its row, to be sent to the writer's thread.
+enum OwnedFinalChange {
+    Move(MoveRow),
+    Seat { seat: SeatRow, seq: u64 },
+}
+
+impl OwnedFinalChange {
+    fn from(change: FinalChange<'_>) -> OwnedFinalChange {
+        match change {
+            FinalChange::Move(mv) => OwnedFinalChange::Move(mv.clone()),
+            FinalChange::Seat { seat, seq } => OwnedFinalChange::Seat {
+                seat: seat.clone(),
+                seq,
+            },
+        }
+    }
+
+    fn borrowed(&self) -> FinalChange<'_> {
+        match self {
+            OwnedFinalChange::Move(mv) => FinalChange::Move(mv),
+            OwnedFinalChange::Seat { seat, seq } => FinalChange::Seat { seat, seq: *seq },
+        }
+    }
+}
+
 impl FinalChange<'_> {
     /// The update number the change is written under.
     pub fn seq(&self) -> u64 {
@@ -651,13 +676,27 @@ impl Store {
     /// status `Finished`, `finished_at`, and the match rows with their status and
     /// resignations. The game must be playing, under the usual condition on `seq`. On any
     /// error nothing is written.
+    ///
+    /// It runs on the group-commit writer's connection, between two batches (see
+    /// `MoveWriter::alone`).
     pub async fn finish_game(
         &self,
         game: Uuid,
         last: FinalChange<'_>,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
-        on_backend!(self, "finish_game", db => db.finish_game(game, last, result))
+        let last = OwnedFinalChange::from(last);
+        let result = result.clone();
+        let write = self.moves.alone(move |backend| {
+            Box::pin(async move {
+                let last = last.borrowed();
+                match &backend {
+                    BackendStore::Postgres(db) => db.finish_game(game, last, &result).await,
+                    BackendStore::Sqlite(db) => db.finish_game(game, last, &result).await,
+                }
+            })
+        });
+        self.bounded("finish_game", write).await
     }
 
     /// The stored move of `game` with this `seq`, if there is one: after a write whose
