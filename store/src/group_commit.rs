@@ -40,7 +40,7 @@ struct PendingMove {
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// A write that runs alone on the writer's connection, between batches: the
+/// A write that runs on its own on the writer's runtime, beside the batches: the
 /// transaction that ends a game. It answers its caller itself.
 type SoloWrite = Box<dyn FnOnce(BackendStore) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
@@ -103,8 +103,8 @@ impl MoveWriter {
         Ok(MoveWriter { queue, solo })
     }
 
-    /// Runs `write` alone on the writer's backend, between two batches, and returns its
-    /// answer. A game's last write goes this way: it is a transaction of a dozen
+    /// Runs `write` on the writer's runtime and backend, beside the batches, and returns
+    /// its answer. A game's last write goes this way: it is a transaction of a dozen
     /// statements, and on the server's runtime each of its round trips waited behind
     /// every ready connection task, so that under load a game's last move took 0.5 to
     /// 2.5 s to be acknowledged.
@@ -144,18 +144,22 @@ struct Queues {
     solo: mpsc::Receiver<SoloWrite>,
 }
 
-/// The writer task: a batch at a time, with the solo writes waiting run before each,
-/// until every handle is gone.
+/// The writer task: a batch at a time, until every handle is gone. Solo writes start as
+/// they come, each on a task of its own on the writer's runtime, beside the batches: a
+/// wave of games ending together (hundreds, when games started together) must not hold
+/// up every other game's moves.
 async fn write_batches(backend: BackendStore, mut queues: Queues, operation_timeout: Duration) {
     let mut held_over = Vec::new();
+    let mut solo_writes = tokio::task::JoinSet::new();
     loop {
         while let Ok(write) = queues.solo.try_recv() {
-            run_alone(&backend, write, operation_timeout).await;
+            solo_writes.spawn(run_alone(backend.clone(), write, operation_timeout));
         }
+        while solo_writes.try_join_next().is_some() {}
         if held_over.is_empty() {
             tokio::select! {
                 Some(write) = queues.solo.recv() => {
-                    run_alone(&backend, write, operation_timeout).await;
+                    solo_writes.spawn(run_alone(backend.clone(), write, operation_timeout));
                     continue;
                 }
                 first = queues.moves.recv() => match first {
@@ -173,12 +177,14 @@ async fn write_batches(backend: BackendStore, mut queues: Queues, operation_time
             let _ = pending.reply.send(answer);
         }
     }
+    // The runtime stops when this returns: solo writes still running finish first.
+    solo_writes.join_all().await;
 }
 
 /// Runs a solo write, or drops it where it stands after `limit`, as `write_within` does
 /// with a batch; its caller then hears that the writer could not answer.
-async fn run_alone(backend: &BackendStore, write: SoloWrite, limit: Duration) {
-    let _ = tokio::time::timeout(limit, write(backend.clone())).await;
+async fn run_alone(backend: BackendStore, write: SoloWrite, limit: Duration) {
+    let _ = tokio::time::timeout(limit, write(backend)).await;
 }
 
 /// Writes a batch, or gives up on it after `limit`: the write's future is then dropped

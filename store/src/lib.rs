@@ -677,8 +677,8 @@ impl Store {
     /// resignations. The game must be playing, under the usual condition on `seq`. On any
     /// error nothing is written.
     ///
-    /// It runs on the group-commit writer's connection, between two batches (see
-    /// `MoveWriter::alone`).
+    /// It runs on the group-commit writer's thread and connections, beside the batches
+    /// (see `MoveWriter::alone`).
     pub async fn finish_game(
         &self,
         game: Uuid,

@@ -186,14 +186,18 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
     Ok(queries::SqlStore::new(pool))
 }
 
-/// The group-commit writer's own pool, of one connection, opened on first use from the
-/// runtime that calls this (the writer's; see `group_commit`). Its connections are the
-/// server's like any other: the same timeouts, the same node name, the same checks.
+/// The connections of the group-commit writer's pool.
+const WRITER_CONNECTIONS: u32 = 4;
+
+/// The group-commit writer's own pool, opened on first use from the runtime that calls
+/// this (the writer's; see `group_commit`): one connection for the batches, one after
+/// the other, and the rest for the games' last writes beside them. Its connections are
+/// the server's like any other: the same timeouts, the same node name, the same checks.
 pub(crate) fn connect_writer(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
-    let base = PgConnectOptions::from_str(&options.url)?.application_name("carcassonne-writer");
+    let base = PgConnectOptions::from_str(&options.url)?.application_name("carcassonne-server");
     let (pool_options, connect_options) = session_options(options, base)?;
     let pool = pool_options
-        .max_connections(1)
+        .max_connections(WRITER_CONNECTIONS)
         .connect_lazy_with(connect_options);
     Ok(queries::SqlStore::new(pool))
 }
