@@ -59,7 +59,7 @@ impl MoveWriter {
     /// `open` makes there. A batch that takes longer than `operation_timeout` is
     /// abandoned, as a single write would be (see `Store::bounded`).
     ///
-    /// The writer has its own thread, runtime and (on Postgres) connection because a
+    /// The writer has its own thread, runtime and (on Postgres) connections because a
     /// batch is several round trips to the database (BEGIN, a statement per 48 moves,
     /// COMMIT). On the server's runtime, the writer's task and the readiness of its
     /// socket each waited their turn behind every ready connection task after every

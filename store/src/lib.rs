@@ -543,8 +543,8 @@ impl Store {
         on_backend!(self, "ping", db => db.ping())
     }
 
-    /// Closes every connection of the pool and waits for them to be closed, at most for
-    /// the operation timeout (a connection stuck on a silent database is abandoned).
+    /// Closes every connection of the pool and of the move writer's, and waits for them to
+    /// be closed, at most for the operation timeout (a connection stuck on a silent database is abandoned).
     /// Later calls on this store, or its clones, fail with [`StoreError::Unavailable`].
     pub async fn close(&self) {
         let closing = async {
@@ -552,6 +552,17 @@ impl Store {
                 BackendStore::Postgres(db) => db.close().await,
                 BackendStore::Sqlite(db) => db.close().await,
             }
+            // The move writer's own pool (on Postgres) closes on the writer's runtime.
+            let writer = self.moves.alone(|backend| {
+                Box::pin(async move {
+                    match &backend {
+                        BackendStore::Postgres(db) => db.close().await,
+                        BackendStore::Sqlite(db) => db.close().await,
+                    }
+                    Ok(())
+                })
+            });
+            let _ = writer.await;
         };
         let _ = tokio::time::timeout(self.operation_timeout, closing).await;
     }

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
-    Context, Proxy, impatient_options, player, postgres_address, url_with_database,
-    url_with_host_port,
+    Context, Proxy, impatient_options, move_row, player, playing_game, postgres_address, seat,
+    url_with_database, url_with_host_port,
 };
 
 /// How long an unreachable database may take to be reported, with a 500 ms acquire
@@ -34,9 +34,15 @@ backend_tests! {
 
     async fn a_closed_store_is_unavailable(context: Context) {
         let other = context.reopen().await;
+        let game = playing_game(&other, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
         other.close().await;
         let error = other.ping().await.unwrap_err();
         assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        // Moves go through the move writer, which has a pool of its own on Postgres.
+        let mv = move_row(game.seq + 1, 0, "c1");
+        let error = other.append_move(game.id, &mv).await.unwrap_err();
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        assert_eq!(context.store.move_at(game.id, mv.seq).await.unwrap(), None);
     }
 
     async fn an_unreachable_database_is_unavailable_quickly(context: Context) {
