@@ -108,7 +108,7 @@ impl MoveWriter {
     /// statements, and on the server's runtime each of its round trips waited behind
     /// every ready connection task, so that under load a game's last move took 0.5 to
     /// 2.5 s to be acknowledged.
-    pub(crate) async fn alone<T, W>(&self, write: W) -> Result<T, StoreError>
+    pub(crate) async fn on_writer<T, W>(&self, write: W) -> Result<T, StoreError>
     where
         T: Send + 'static,
         W: FnOnce(BackendStore) -> Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send>>
@@ -138,7 +138,7 @@ impl MoveWriter {
     }
 }
 
-/// What the writer reads: moves to batch, and writes to run alone.
+/// What the writer reads: moves to batch, and writes to run on their own.
 struct Queues {
     moves: mpsc::Receiver<PendingMove>,
     solo: mpsc::Receiver<SoloWrite>,
@@ -153,13 +153,13 @@ async fn write_batches(backend: BackendStore, mut queues: Queues, operation_time
     let mut solo_writes = tokio::task::JoinSet::new();
     loop {
         while let Ok(write) = queues.solo.try_recv() {
-            solo_writes.spawn(run_alone(backend.clone(), write, operation_timeout));
+            solo_writes.spawn(run_solo(backend.clone(), write, operation_timeout));
         }
         while solo_writes.try_join_next().is_some() {}
         if held_over.is_empty() {
             tokio::select! {
                 Some(write) = queues.solo.recv() => {
-                    solo_writes.spawn(run_alone(backend.clone(), write, operation_timeout));
+                    solo_writes.spawn(run_solo(backend.clone(), write, operation_timeout));
                     continue;
                 }
                 first = queues.moves.recv() => match first {
@@ -183,7 +183,7 @@ async fn write_batches(backend: BackendStore, mut queues: Queues, operation_time
 
 /// Runs a solo write, or drops it where it stands after `limit`, as `write_within` does
 /// with a batch; its caller then hears that the writer could not answer.
-async fn run_alone(backend: BackendStore, write: SoloWrite, limit: Duration) {
+async fn run_solo(backend: BackendStore, write: SoloWrite, limit: Duration) {
     let _ = tokio::time::timeout(limit, write(backend)).await;
 }
 

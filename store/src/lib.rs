@@ -442,26 +442,34 @@ enum BackendStore {
     Sqlite(sqlite::queries::SqlStore),
 }
 
-/// Runs the same call on whichever backend the store talks to: `$db` is bound to the
-/// backend's `SqlStore`, whose methods have the same names and types for both.
-/// The call is bounded by the store's operation timeout and named `$operation` in the
-/// error when it runs out.
+/// Evaluates `$call` with `$db` bound to the `SqlStore` of whichever backend `$backend`
+/// (a `&BackendStore`) is: the two have methods of the same names and types.
+macro_rules! each_backend {
+    ($backend:expr, $db:ident => $call:expr) => {
+        match $backend {
+            BackendStore::Postgres($db) => $call,
+            BackendStore::Sqlite($db) => $call,
+        }
+    };
+}
+
+/// Runs the same call on whichever backend the store talks to, bounded by the store's
+/// operation timeout and named `$operation` in the error when it runs out.
 macro_rules! on_backend {
     ($store:expr, $operation:literal, $db:ident => $call:expr) => {
-        match &$store.backend {
-            BackendStore::Postgres($db) => $store.bounded($operation, $call).await,
-            BackendStore::Sqlite($db) => $store.bounded($operation, $call).await,
-        }
+        each_backend!(&$store.backend, $db => $store.bounded($operation, $call).await)
     };
 }
 
 impl BackendStore {
     /// Writes moves of different games together; one answer per move, in order.
     async fn append_moves(&self, moves: &[(Uuid, &MoveRow)]) -> Vec<Result<(), StoreError>> {
-        match self {
-            BackendStore::Postgres(db) => db.append_moves(moves).await,
-            BackendStore::Sqlite(db) => db.append_moves(moves).await,
-        }
+        each_backend!(self, db => db.append_moves(moves).await)
+    }
+
+    /// Closes the backend's pool and waits for its connections to be closed.
+    async fn close(&self) {
+        each_backend!(self, db => db.close().await)
     }
 }
 
@@ -525,10 +533,7 @@ impl Store {
 
     /// How many connections are open and idle, and the most there may be.
     pub fn pool_status(&self) -> PoolStatus {
-        match &self.backend {
-            BackendStore::Postgres(db) => db.pool_status(),
-            BackendStore::Sqlite(db) => db.pool_status(),
-        }
+        each_backend!(&self.backend, db => db.pool_status())
     }
 
     pub fn backend(&self) -> Backend {
@@ -543,22 +548,17 @@ impl Store {
         on_backend!(self, "ping", db => db.ping())
     }
 
-    /// Closes every connection of the pool and of the move writer's, and waits for them to
-    /// be closed, at most for the operation timeout (a connection stuck on a silent database is abandoned).
+    /// Closes every connection of the pool and of the move writer's, and waits for them
+    /// to be closed, at most for the operation timeout (a connection stuck on a silent
+    /// database is abandoned).
     /// Later calls on this store, or its clones, fail with [`StoreError::Unavailable`].
     pub async fn close(&self) {
         let closing = async {
-            match &self.backend {
-                BackendStore::Postgres(db) => db.close().await,
-                BackendStore::Sqlite(db) => db.close().await,
-            }
+            self.backend.close().await;
             // The move writer's own pool (on Postgres) closes on the writer's runtime.
-            let writer = self.moves.alone(|backend| {
+            let writer = self.moves.on_writer(|backend| {
                 Box::pin(async move {
-                    match &backend {
-                        BackendStore::Postgres(db) => db.close().await,
-                        BackendStore::Sqlite(db) => db.close().await,
-                    }
+                    backend.close().await;
                     Ok(())
                 })
             });
@@ -689,7 +689,7 @@ impl Store {
     /// error nothing is written.
     ///
     /// It runs on the group-commit writer's thread and connections, beside the batches
-    /// (see `MoveWriter::alone`).
+    /// (see `MoveWriter::on_writer`).
     pub async fn finish_game(
         &self,
         game: Uuid,
@@ -698,13 +698,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         let last = OwnedFinalChange::from(last);
         let result = result.clone();
-        let write = self.moves.alone(move |backend| {
+        let write = self.moves.on_writer(move |backend| {
             Box::pin(async move {
                 let last = last.borrowed();
-                match &backend {
-                    BackendStore::Postgres(db) => db.finish_game(game, last, &result).await,
-                    BackendStore::Sqlite(db) => db.finish_game(game, last, &result).await,
-                }
+                each_backend!(&backend, db => db.finish_game(game, last, &result).await)
             })
         });
         self.bounded("finish_game", write).await
