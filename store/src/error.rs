@@ -174,3 +174,53 @@ mod tests {
         ));
     }
 }
+
+/// A batch of moves that was not written (see `group_commit`), and whether it may be
+/// written again at once on a fresh connection.
+///
+/// The writer keeps one connection for its batches. When that connection turns out to
+/// be dead before the batch's `COMMIT` was sent (the database restarted, or ended the
+/// session), nothing of the batch was committed, so writing it again elsewhere is safe
+/// and spares every game in it a refused move. A failure at the `COMMIT` itself is not
+/// retried: the batch may have landed, and the rooms settle that by reading `seq` back.
+#[derive(Debug)]
+pub(crate) struct BatchFailure {
+    pub(crate) error: StoreError,
+    pub(crate) session_lost_before_commit: bool,
+}
+
+impl BatchFailure {
+    /// A failure before the batch's `COMMIT` was sent.
+    pub(crate) fn before_commit(error: sqlx::Error) -> BatchFailure {
+        BatchFailure {
+            session_lost_before_commit: is_lost_session(&error),
+            error: StoreError::from(error),
+        }
+    }
+
+    /// A failure of the `COMMIT` itself, whose outcome is unknown.
+    pub(crate) fn at_commit(error: sqlx::Error) -> BatchFailure {
+        BatchFailure::from(StoreError::from(error))
+    }
+}
+
+impl From<StoreError> for BatchFailure {
+    fn from(error: StoreError) -> BatchFailure {
+        BatchFailure {
+            error,
+            session_lost_before_commit: false,
+        }
+    }
+}
+
+/// Whether `error` means the session itself is gone, rather than a statement refused:
+/// the socket failed, or Postgres ended the session (class 08, connection exception, or
+/// 57P, operator intervention: an administrator's `pg_terminate_backend`, a shutdown).
+fn is_lost_session(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(database_error) => postgres_sqlstate(&**database_error)
+            .is_some_and(|state| state.starts_with("08") || state.starts_with("57P")),
+        _ => false,
+    }
+}

@@ -3,14 +3,15 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::Row;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
+use sqlx::{Connection, Row};
 
 use std::collections::HashSet;
 
 use uuid::Uuid;
 
 use crate::convert::{TextColumn, fit};
+use crate::error::BatchFailure;
 use crate::{Backend, MoveRow, StoreError, StoreOptions, schema};
 
 /// The driver the shared queries in `queries/` are compiled for in this module.
@@ -102,22 +103,25 @@ const WRITE_MOVES: &str = "\
 /// about 140 bytes, so 48 keep a statement under 8 KiB.
 const MOST_MOVES_PER_STATEMENT: usize = 48;
 
-/// Writes moves of different games together: one transaction, one statement per 48
-/// moves. Round trips are what a Postgres write costs most, and a batch of any size
-/// takes a few.
+/// Writes moves of different games together on `connection`: one transaction, one
+/// statement per 48 moves. Round trips are what a Postgres write costs most, and a batch
+/// of any size takes a few.
 pub(crate) async fn write_moves_together(
-    store: &queries::SqlStore,
+    connection: &mut PgConnection,
     moves: &[(Uuid, &MoveRow)],
-) -> Result<Vec<bool>, StoreError> {
+) -> Result<Vec<bool>, BatchFailure> {
     // In a transaction rather than as lone statements, so that a write looks like every
     // other on the wire (BEGIN ... COMMIT), a lost COMMIT reply is settled the same way,
     // and the batch commits (and waits for its fsync) once.
-    let mut tx = store.pool().begin_with(BEGIN_WRITE).await?;
+    let mut tx = connection
+        .begin_with(BEGIN_WRITE)
+        .await
+        .map_err(BatchFailure::before_commit)?;
     let mut written = HashSet::new();
     for chunk in moves.chunks(MOST_MOVES_PER_STATEMENT) {
         written.extend(write_chunk(&mut tx, chunk).await?);
     }
-    tx.commit().await?;
+    tx.commit().await.map_err(BatchFailure::at_commit)?;
     Ok(moves
         .iter()
         .map(|(game, _)| written.contains(game))
@@ -126,14 +130,14 @@ pub(crate) async fn write_moves_together(
 
 /// One statement of a batch: the games whose move it wrote.
 async fn write_chunk(
-    tx: &mut sqlx::Transaction<'static, Db>,
+    tx: &mut sqlx::Transaction<'_, Db>,
     moves: &[(Uuid, &MoveRow)],
-) -> Result<Vec<Uuid>, StoreError> {
+) -> Result<Vec<Uuid>, BatchFailure> {
     let mut columns = MoveColumns::default();
     for &(game, mv) in moves {
         columns.push(game, mv)?;
     }
-    let written: Vec<Uuid> = sqlx::query_scalar(WRITE_MOVES)
+    sqlx::query_scalar(WRITE_MOVES)
         .bind(&columns.games)
         .bind(&columns.seqs)
         .bind(&columns.seats)
@@ -142,8 +146,8 @@ async fn write_chunk(
         .bind(&columns.created_at)
         .bind(&columns.origins)
         .fetch_all(&mut **tx)
-        .await?;
-    Ok(written)
+        .await
+        .map_err(BatchFailure::before_commit)
 }
 
 /// A batch of moves as one array per column, for `unnest`.
@@ -190,9 +194,10 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
 const WRITER_CONNECTIONS: u32 = 4;
 
 /// The group-commit writer's own pool, opened on first use from the runtime that calls
-/// this (the writer's; see `group_commit`): one connection for the batches, one after
-/// the other, and the rest for the games' last writes beside them. Its connections are
-/// the server's like any other: the same timeouts, the same node name, the same checks.
+/// this (the writer's; see `group_commit`): the batches' connection is taken from it and
+/// detached (see `SqlStore::write_batch`), and the games' last writes run on the others
+/// beside them. Its connections are the server's like any other: the same timeouts and
+/// the same node name.
 pub(crate) fn connect_writer(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
     let base = PgConnectOptions::from_str(&options.url)?.application_name("carcassonne-server");
     let (pool_options, connect_options) = session_options(options, base)?;

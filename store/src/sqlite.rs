@@ -2,10 +2,13 @@
 
 use std::str::FromStr;
 
-use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteRow, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Connection, Row};
 
 use crate::convert::{TextColumn, fit};
+use crate::error::BatchFailure;
 use crate::{Backend, MoveRow, StoreError, StoreOptions, schema};
 
 /// The driver the shared queries in `queries/` are compiled for in this module.
@@ -72,28 +75,33 @@ const INSERT_MOVES: &str = "\
 /// batch with a conflict, and nothing is written: the caller then writes the moves one
 /// by one to learn which.
 pub(crate) async fn write_moves_together(
-    store: &queries::SqlStore,
+    connection: &mut SqliteConnection,
     moves: &[(uuid::Uuid, &MoveRow)],
-) -> Result<Vec<bool>, StoreError> {
+) -> Result<Vec<bool>, BatchFailure> {
     let batch = moves_as_json(moves)?;
-    let mut tx = store.pool().begin_with(BEGIN_WRITE).await?;
+    let mut tx = connection
+        .begin_with(BEGIN_WRITE)
+        .await
+        .map_err(BatchFailure::before_commit)?;
     let advanced = sqlx::query(ADVANCE_GAMES)
         .bind(&batch)
         .execute(&mut *tx)
-        .await?
+        .await
+        .map_err(BatchFailure::before_commit)?
         .rows_affected();
     if advanced != moves.len() as u64 {
-        return Err(StoreError::Conflict(format!(
+        return Err(BatchFailure::from(StoreError::Conflict(format!(
             "{} of a batch of {} games refused their move",
             moves.len() as u64 - advanced,
             moves.len()
-        )));
+        ))));
     }
     sqlx::query(INSERT_MOVES)
         .bind(&batch)
         .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
+        .await
+        .map_err(BatchFailure::before_commit)?;
+    tx.commit().await.map_err(BatchFailure::at_commit)?;
     Ok(vec![true; moves.len()])
 }
 

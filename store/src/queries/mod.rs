@@ -46,10 +46,11 @@ mod players;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
-use sqlx::{Database, Pool, Row, Transaction};
+use sqlx::{Connection, Database, Pool, Row, Transaction};
 use uuid::Uuid;
 
 use super::{
@@ -114,14 +115,24 @@ type Tx = Transaction<'static, Db>;
 #[derive(Clone, Debug)]
 pub(crate) struct SqlStore {
     pool: Pool<Db>,
+    /// The group-commit writer's connection, taken from the pool and detached from it
+    /// (see `write_batch`); empty until the first batch, and after a failed one.
+    batch_connection: Arc<tokio::sync::Mutex<Option<DbConnection>>>,
 }
 
 impl SqlStore {
     pub(crate) fn new(pool: Pool<Db>) -> SqlStore {
-        SqlStore { pool }
+        SqlStore {
+            pool,
+            batch_connection: Arc::default(),
+        }
     }
 
     /// The pool, for the few statements a backend writes in its own dialect.
+    #[allow(
+        dead_code,
+        reason = "only Postgres has such statements (the leases); this copy may be SQLite's"
+    )]
     pub(crate) fn pool(&self) -> &Pool<Db> {
         &self.pool
     }
@@ -131,8 +142,12 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Closes the pool, and the batch connection once no batch is using it.
     pub(crate) async fn close(&self) {
         self.pool.close().await;
+        if let Some(connection) = self.batch_connection.lock().await.take() {
+            let _ = connection.close().await;
+        }
     }
 
     pub(crate) fn pool_status(&self) -> PoolStatus {

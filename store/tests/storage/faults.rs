@@ -243,3 +243,35 @@ async fn released_connections_are_kept() {
     )
     .await;
 }
+
+/// The move writer keeps one connection for its batches and does not check it before
+/// use. When the database ends that session between two batches (an administrator's
+/// `pg_terminate_backend`, a restart), the next batch finds it dead before anything was
+/// committed and is written on a fresh connection: the move lands, and its caller never
+/// hears of the lost session.
+#[tokio::test]
+async fn a_batch_on_a_session_the_database_ended_is_written_on_a_fresh_one() {
+    on_postgres("faults::ended_session", |context| async move {
+        let store = &context.store;
+        let game = playing_game(store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let first = move_row(game.seq + 1, 0, "c1");
+        store.append_move(game.id, &first).await.unwrap();
+        let database = context.url.rsplit('/').next().unwrap();
+        let database = database.split('?').next().unwrap().to_owned();
+        let ended = context
+            .count(&format!(
+                "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE datname = '{database}' AND application_name = 'carcassonne-server'"
+            ))
+            .await;
+        assert!(ended >= 1, "no session of the store was ended");
+
+        let second = move_row(game.seq + 2, 1, "c2");
+        store.append_move(game.id, &second).await.unwrap();
+        assert_eq!(
+            store.move_at(game.id, second.seq).await.unwrap(),
+            Some(second)
+        );
+    })
+    .await;
+}
