@@ -7,6 +7,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// mimalloc instead of the system allocator, as in the server: the load generator shares
+/// the machine's cores with the server it measures, so its own allocations' cost is taken
+/// from the server's share.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The exit status of a run that ended early because the server was lost (nothing
 /// listened at its address any more); its report is printed all the same.
 const SERVER_LOST: u8 = 2;
