@@ -3,7 +3,7 @@
 //! this machine bounds what any WebSocket game server could.
 
 use crate::socket::{self, Socket};
-use crate::stats::{self, Stats, Window};
+use crate::stats::{Stats, Window};
 use futures_util::{SinkExt, StreamExt};
 use std::io::Write;
 use std::time::Instant;
@@ -91,10 +91,8 @@ async fn round_trips(mut socket: Socket, frame: &str, window: Window, stats: &mu
         let received = Instant::now();
         if window.contains(received) {
             stats.acked += 1;
-            stats::record(
-                &mut stats.ack_latency_us,
-                (received - sent).as_micros() as u64,
-            );
+            let micros = (received - sent).as_micros() as u64;
+            stats.ack_latency_us.record(micros);
         }
     }
     let _ = socket.close(None).await;

@@ -4,7 +4,7 @@
 use crate::ack_log::AckLog;
 use crate::protocol::{self, FrameKind, MovePicker, ServerFrame};
 use crate::socket::{self, Socket};
-use crate::stats::{self, Stats, Window};
+use crate::stats::{Stats, Window};
 use futures_util::{SinkExt, StreamExt};
 use std::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
@@ -165,9 +165,9 @@ impl Player {
         } else {
             &mut self.stats.update_bytes_without_moves
         };
-        stats::record(sizes, size as u64);
+        sizes.record(size as u64);
         if let Some(patch) = frame.compact_patch_length() {
-            stats::record(&mut self.stats.patch_bytes, patch as u64);
+            self.stats.patch_bytes.record(patch as u64);
         }
     }
 
@@ -204,7 +204,7 @@ impl Player {
         if self.window.contains(received) {
             self.stats.acked += 1;
             let micros = (received - sent).as_micros() as u64;
-            stats::record(&mut self.stats.ack_latency_us, micros);
+            self.stats.ack_latency_us.record(micros);
         }
     }
 
