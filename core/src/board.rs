@@ -6,14 +6,14 @@
 //! that a contrived record laying a very long line of tiles costs memory in proportion
 //! to its length rather than to its square.
 //!
-//! Legal placement generation is the engine's hot loop, so every frontier cell keeps a
-//! packed constraint (two bits per side, see [`TileDef::packed_edges`]) that is updated
-//! when a neighbour is placed. A tile fits a cell at a rotation when
-//! `edges & mask == value`, and [`FrontierCell::fitting_rotations`] tests all four
-//! rotations in a handful of instructions, without branches or neighbour lookups.
+//! Legal placement generation is the engine's hot loop, so every frontier cell keeps its
+//! constraint (an [`EdgeConstraint`], the edge kind each side must show) up to date as
+//! its neighbours are placed, and [`FrontierCell::fitting_rotations`] finds the
+//! rotations of a tile that fit it with one lookup in the tile's table, without
+//! neighbour lookups.
 
 use crate::geometry::{Pos, Rotation, Side};
-use crate::tiles::{EdgeKind, TileDef, TileId};
+use crate::tiles::{EdgeConstraint, EdgeKind, TileDef, TileId};
 use std::collections::HashMap;
 
 /// A tile on the board.
@@ -36,10 +36,8 @@ impl PlacedTile {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct FrontierCell {
     pub pos: Pos,
-    /// Two bits set per side that has a neighbour.
-    pub mask: u8,
-    /// The edge kind each such side must have, packed like [`TileDef::packed_edges`].
-    pub value: u8,
+    /// The edge kind each side with a neighbour must have.
+    pub constraint: EdgeConstraint,
 }
 
 impl FrontierCell {
@@ -47,16 +45,13 @@ impl FrontierCell {
     fn unconstrained(pos: Pos) -> FrontierCell {
         FrontierCell {
             pos,
-            mask: 0,
-            value: 0,
+            constraint: EdgeConstraint::default(),
         }
     }
 
     /// Records that this cell must show `edge` on its side `side`.
     fn constrain(&mut self, side: Side, edge: EdgeKind) {
-        let shift = 2 * side.index();
-        self.mask |= 0b11 << shift;
-        self.value |= (edge as u8) << shift;
+        self.constraint.require(side, edge);
     }
 
     #[cfg(test)]
@@ -67,26 +62,17 @@ impl FrontierCell {
     /// The rotations at which `def` fits this cell, as bits 0 to 3 (0, 90, 180, 270).
     #[inline]
     pub fn fitting_rotations(&self, def: &TileDef) -> u32 {
-        // Four tests in one, without branches: with the constraint copied into every
-        // byte, byte r of `diff` is zero exactly when rotation r fits.
-        const EVERY_BYTE: u32 = 0x0101_0101;
-        const LOW_SEVEN: u32 = 0x7f7f_7f7f;
-        let mask = u32::from(self.mask) * EVERY_BYTE;
-        let value = u32::from(self.value) * EVERY_BYTE;
-        let diff = (def.packed_edges_by_rotation() & mask) ^ value;
-        // The exact zero-byte test: the top bit of a byte survives only if the byte is 0.
-        let zero_bytes = !(((diff & LOW_SEVEN) + LOW_SEVEN) | diff | LOW_SEVEN);
-        // Gather the four top bits (7, 15, 23, 31) into bits 21 to 24: each power of two
-        // in the multiplier moves one of them there, and no two products overlap.
-        ((zero_bytes >> 7).wrapping_mul(0x0020_4081) >> 21) & 0xf
+        def.fitting_rotations(self.constraint)
     }
 
     /// The first side where `def` at `rotation` does not match its neighbour.
     pub fn mismatched_side(&self, def: &TileDef, rotation: Rotation) -> Option<Side> {
-        let diff = (def.packed_edges(rotation) & self.mask) ^ self.value;
-        Side::ALL
-            .into_iter()
-            .find(|side| diff & (0b11 << (2 * side.index())) != 0)
+        // Every move is checked here, nearly always a fitting one: the table says so at
+        // once, and only a refused move pays for reading the constraint side by side.
+        if self.fitting_rotations(def) & (1 << rotation.quarter_turns()) != 0 {
+            return None;
+        }
+        self.constraint.mismatched_side(def, rotation)
     }
 }
 

@@ -37,6 +37,13 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
+    const ALL: [EdgeKind; 4] = [
+        EdgeKind::Field,
+        EdgeKind::Road,
+        EdgeKind::City,
+        EdgeKind::River,
+    ];
+
     fn from_letter(letter: char) -> Option<EdgeKind> {
         match letter {
             'F' => Some(EdgeKind::Field),
@@ -45,6 +52,74 @@ impl EdgeKind {
             '~' => Some(EdgeKind::River),
             _ => None,
         }
+    }
+}
+
+/// What an empty cell asks of a tile: for each side, nothing or one edge kind. It is one
+/// number in base 5, a digit per side (0 for nothing, 1 + [`EdgeKind`] otherwise), so
+/// that the rotations of a tile that fit it are one lookup in the tile's [`FitTable`]
+/// rather than a test per rotation: listing legal placements does that for every
+/// frontier cell on every turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct EdgeConstraint(u16);
+
+impl EdgeConstraint {
+    /// How many constraints there are: five choices on each of four sides.
+    const COUNT: usize = 625;
+
+    /// The value of one unit of each side's digit.
+    const PLACE: [u16; 4] = [1, 5, 25, 125];
+
+    /// Records that the side `side` must show `edge`. Each side is constrained at most
+    /// once, by the one tile that can lie across it.
+    pub fn require(&mut self, side: Side, edge: EdgeKind) {
+        debug_assert!(
+            self.required(side).is_none(),
+            "side {side:?} constrained twice"
+        );
+        self.0 += (edge as u16 + 1) * EdgeConstraint::PLACE[side.index()];
+    }
+
+    /// The edge kind side `side` must show, if any.
+    pub fn required(self, side: Side) -> Option<EdgeKind> {
+        let digit = self.0 / EdgeConstraint::PLACE[side.index()] % 5;
+        digit
+            .checked_sub(1)
+            .map(|kind| EdgeKind::ALL[usize::from(kind)])
+    }
+
+    /// The first side where `def` at `rotation` does not show what this asks.
+    pub fn mismatched_side(self, def: &TileDef, rotation: Rotation) -> Option<Side> {
+        Side::ALL.into_iter().find(|&side| {
+            self.required(side)
+                .is_some_and(|edge| def.edge(side, rotation) != edge)
+        })
+    }
+}
+
+/// For every [`EdgeConstraint`], the rotations at which one tile type meets it, as bits
+/// 0 to 3 (0, 90, 180, 270 degrees). Computed once per tile type with the catalogue.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct FitTable(Box<[u8; EdgeConstraint::COUNT]>);
+
+impl FitTable {
+    fn of(def: &TileDef) -> FitTable {
+        let mut table = Box::new([0; EdgeConstraint::COUNT]);
+        for (code, fits) in table.iter_mut().enumerate() {
+            let constraint = EdgeConstraint(code as u16);
+            *fits = Rotation::ALL
+                .into_iter()
+                .filter(|&rotation| constraint.mismatched_side(def, rotation).is_none())
+                .fold(0, |bits, rotation| bits | 1 << rotation.quarter_turns());
+        }
+        FitTable(table)
+    }
+}
+
+impl fmt::Debug for FitTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Six hundred numbers derived from the edges would drown the tile's own fields.
+        f.write_str("FitTable")
     }
 }
 
@@ -190,8 +265,8 @@ pub struct TileDef {
     side_segment: BySide<Option<u8>>,
     /// The field segment on each printed half-side.
     half_field: [Option<u8>; 8],
-    /// The edge kinds at each rotation, two bits per world side (see [`TileDef::packed_edges`]).
-    packed: [u8; 4],
+    /// The rotations that fit each constraint an empty cell can have.
+    fits: FitTable,
     /// The monastery or garden segment, if any (no tile has both).
     centre: Option<u8>,
 }
@@ -241,16 +316,11 @@ impl TileDef {
         self.centre.map(usize::from)
     }
 
-    /// The four world-side edges at `rotation` packed two bits each (N lowest), so that
-    /// a fit test against a board cell is one mask and one compare.
-    pub fn packed_edges(&self, rotation: Rotation) -> u8 {
-        self.packed[rotation.quarter_turns()]
-    }
-
-    /// [`TileDef::packed_edges`] for all four rotations, rotation `r` in byte `r`, so
-    /// that one cell can be tested against every rotation at once.
-    pub(crate) fn packed_edges_by_rotation(&self) -> u32 {
-        u32::from_le_bytes(self.packed)
+    /// The rotations at which this tile meets `constraint`, as bits 0 to 3 (0, 90, 180,
+    /// 270 degrees).
+    #[inline]
+    pub(crate) fn fitting_rotations(&self, constraint: EdgeConstraint) -> u32 {
+        u32::from(self.fits.0[usize::from(constraint.0)])
     }
 }
 
@@ -402,7 +472,7 @@ fn parse_tile_line(line: &str, set: TileSet) -> Result<TileDef, String> {
         festival,
         side_segment: BySide::default(),
         half_field: [None; 8],
-        packed: [0; 4],
+        fits: FitTable(Box::new([0; EdgeConstraint::COUNT])),
         centre: None,
     };
     index_tile(&mut def)?;
@@ -497,7 +567,7 @@ fn parse_halves(places: &str) -> Result<u8, String> {
     Ok(mask)
 }
 
-/// Resolves field borders, builds the side and half-side lookups and the packed edges,
+/// Resolves field borders, builds the side and half-side lookups and the fit table,
 /// and checks that the segments cover the edges exactly as the edge letters say.
 fn index_tile(def: &mut TileDef) -> Result<(), String> {
     let spots: Vec<Spot> = def.segments.iter().map(|s| s.spot).collect();
@@ -534,11 +604,7 @@ fn index_tile(def: &mut TileDef) -> Result<(), String> {
     if centres.next().is_some() {
         return Err("a tile has more than one monastery or garden".into());
     }
-    for rotation in Rotation::ALL {
-        def.packed[rotation.quarter_turns()] = Side::ALL.into_iter().fold(0, |packed, side| {
-            packed | (def.edge(side, rotation) as u8) << (2 * side.index())
-        });
-    }
+    def.fits = FitTable::of(def);
     Ok(())
 }
 
@@ -574,6 +640,26 @@ fn check_edge_coverage(def: &TileDef) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edge_constraint_keeps_each_side_apart() {
+        for kinds in 0..EdgeConstraint::COUNT {
+            // Decode `kinds` as one optional edge kind per side, then build it side by side.
+            let wanted: Vec<Option<EdgeKind>> = (0..4)
+                .map(|side| (kinds / 5usize.pow(side) % 5).checked_sub(1))
+                .map(|kind| kind.map(|kind| EdgeKind::ALL[kind]))
+                .collect();
+            let mut constraint = EdgeConstraint::default();
+            for (side, kind) in Side::ALL.into_iter().zip(&wanted) {
+                if let Some(kind) = kind {
+                    constraint.require(side, *kind);
+                }
+            }
+            for (side, kind) in Side::ALL.into_iter().zip(&wanted) {
+                assert_eq!(constraint.required(side), *kind, "{kinds} {side:?}");
+            }
+        }
+    }
 
     fn total(set: TileSet) -> usize {
         catalogue().copies_in(set).count()
