@@ -297,8 +297,10 @@ impl Board {
 /// last call, so it must always be given the same board.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct OrderedFrontier {
-    /// Every frontier cell, by ascending [`order_key`] of its position.
-    cells: Vec<(u64, FrontierCell)>,
+    /// Every frontier cell as its [`order_key`] and constraint, by ascending key. The
+    /// position is read back from the key, which keeps an entry at 16 bytes: inserting
+    /// and removing move the tail of this vector.
+    cells: Vec<(u64, EdgeConstraint)>,
     /// How many of the board's tiles have been taken into account.
     tiles_seen: usize,
 }
@@ -314,37 +316,103 @@ impl OrderedFrontier {
     pub fn catch_up(&mut self, board: &Board) {
         let start = self.tiles_seen.min(board.placed().len());
         for tile in &board.placed()[start..] {
-            if let Ok(index) = self.position(tile.pos) {
-                self.cells.remove(index);
-            }
-            let def = tile.def();
-            for side in Side::ALL {
-                let neighbour = tile.pos.step(side);
-                if board.index_at(neighbour).is_some() {
-                    continue;
-                }
-                let index = self.position(neighbour).unwrap_or_else(|index| {
-                    let empty = FrontierCell::unconstrained(neighbour);
-                    self.cells.insert(index, (order_key(neighbour), empty));
-                    index
-                });
-                self.cells[index]
-                    .1
-                    .constrain(side.opposite(), def.edge(side, tile.rotation));
-            }
+            self.take_in(board, tile);
         }
         self.tiles_seen = board.placed().len();
     }
 
-    /// Where the cell `pos` is in the list, or where it would go.
-    fn position(&self, pos: Pos) -> Result<usize, usize> {
-        let key = order_key(pos);
+    /// Takes one tile's cell out and its empty neighbours in.
+    ///
+    /// In the list's order, the cells north and south of a tile come right before and
+    /// right after its own cell, so they are found or placed there without a search,
+    /// and a new one takes over the tile's own entry instead of moving the tail twice.
+    /// The cells west and east are each a column away and are searched for.
+    fn take_in(&mut self, board: &Board, tile: &PlacedTile) {
+        let key = order_key(tile.pos);
+        let (mut index, mut vacant) = match self.position(key) {
+            Ok(index) => (index, true),
+            Err(index) => (index, false),
+        };
+        // From here on, `index` is where the next cell in order after the ones handled
+        // goes, and `vacant` says the entry there is the tile's own, free to reuse.
+        let north = tile.pos.step(Side::North);
+        debug_assert_eq!(
+            order_key(north) + 1,
+            key,
+            "no tile lies at the end of a column"
+        );
+        if index > 0 && self.cells[index - 1].0 == key - 1 {
+            self.constrain_at(index - 1, tile, Side::North);
+        } else if board.index_at(north).is_none() {
+            self.put_new_at(index, vacant, north, tile, Side::North);
+            index += 1;
+            vacant = false;
+        }
+        let south = tile.pos.step(Side::South);
+        let after = index + usize::from(vacant);
+        if self
+            .cells
+            .get(after)
+            .is_some_and(|&(next, _)| next == key + 1)
+        {
+            self.constrain_at(after, tile, Side::South);
+        } else if board.index_at(south).is_none() {
+            self.put_new_at(index, vacant, south, tile, Side::South);
+            vacant = false;
+        }
+        if vacant {
+            self.cells.remove(index);
+        }
+        for side in [Side::West, Side::East] {
+            self.constrain_searched(board, tile, side);
+        }
+    }
+
+    /// Adds the empty cell `pos` across `side` of `tile` at `index`, over the tile's
+    /// own entry when `vacant` says it is there.
+    fn put_new_at(&mut self, index: usize, vacant: bool, pos: Pos, tile: &PlacedTile, side: Side) {
+        let entry = (order_key(pos), EdgeConstraint::default());
+        if vacant {
+            self.cells[index] = entry;
+        } else {
+            self.cells.insert(index, entry);
+        }
+        self.constrain_at(index, tile, side);
+    }
+
+    /// Finds the cell across `side` of `tile`, adds it if it is new and empty, and
+    /// constrains it.
+    fn constrain_searched(&mut self, board: &Board, tile: &PlacedTile, side: Side) {
+        let neighbour = tile.pos.step(side);
+        let index = match self.position(order_key(neighbour)) {
+            Ok(index) => index,
+            Err(_) if board.index_at(neighbour).is_some() => return,
+            Err(index) => {
+                let entry = (order_key(neighbour), EdgeConstraint::default());
+                self.cells.insert(index, entry);
+                index
+            }
+        };
+        self.constrain_at(index, tile, side);
+    }
+
+    /// Records what `tile` asks of the listed cell at `index`, which lies across `side`.
+    fn constrain_at(&mut self, index: usize, tile: &PlacedTile, side: Side) {
+        let edge = tile.def().edge(side, tile.rotation);
+        self.cells[index].1.require(side.opposite(), edge);
+    }
+
+    /// Where the cell with the order key `key` is in the list, or where it would go.
+    fn position(&self, key: u64) -> Result<usize, usize> {
         self.cells.binary_search_by_key(&key, |&(key, _)| key)
     }
 
     /// The frontier cells, in order. The list must have caught up with the board.
-    pub fn cells(&self) -> impl Iterator<Item = &FrontierCell> {
-        self.cells.iter().map(|(_, cell)| cell)
+    pub fn cells(&self) -> impl Iterator<Item = FrontierCell> + '_ {
+        self.cells.iter().map(|&(key, constraint)| FrontierCell {
+            pos: position_of_key(key),
+            constraint,
+        })
     }
 }
 
@@ -353,6 +421,12 @@ impl OrderedFrontier {
 pub(crate) fn order_key(pos: Pos) -> u64 {
     let flip = |coordinate: i32| u64::from(coordinate as u32 ^ 0x8000_0000);
     (flip(pos.x) << 32) | flip(pos.y)
+}
+
+/// The position whose [`order_key`] is `key`.
+fn position_of_key(key: u64) -> Pos {
+    let unflip = |half: u64| (half as u32 ^ 0x8000_0000) as i32;
+    Pos::new(unflip(key >> 32), unflip(key))
 }
 
 #[cfg(test)]
@@ -458,6 +532,9 @@ mod tests {
         by_key.sort_unstable_by_key(|&pos| order_key(pos));
         positions.sort_unstable_by_key(|&pos| (pos.x, pos.y));
         assert_eq!(by_key, positions);
+        for pos in positions {
+            assert_eq!(position_of_key(order_key(pos)), pos);
+        }
     }
 
     /// The frontier's cells sorted by x, then y, the obvious way.
@@ -492,7 +569,7 @@ mod tests {
                 board.place(tile("U"), Pos::new(x, y), Rotation::R0, 0);
                 if (step + 1) % every == 0 {
                     order.catch_up(&board);
-                    let listed: Vec<FrontierCell> = order.cells().copied().collect();
+                    let listed: Vec<FrontierCell> = order.cells().collect();
                     assert_eq!(listed, sorted_frontier(&board), "step {step}");
                 }
             }
