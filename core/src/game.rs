@@ -399,14 +399,12 @@ impl Game {
         let def = tile.def();
         let mut placements = Vec::with_capacity(self.board.frontier().len() + 8);
         for cell in order.cells() {
-            let mut fits = cell.fitting_rotations(def);
-            while fits != 0 {
-                placements.push(make(
-                    cell.pos,
-                    Rotation::ALL[fits.trailing_zeros() as usize],
-                ));
-                // Clear the lowest set bit: the rotations come out in ascending order.
-                fits &= fits - 1;
+            let fits = cell.fitting_rotations(def);
+            // Most cells fit no rotation: test that first. The others add all their
+            // rotations at once, with one capacity check rather than one per placement.
+            if fits != 0 {
+                let rotations = Rotation::set(fits).iter();
+                placements.extend(rotations.map(|&rotation| make(cell.pos, rotation)));
             }
         }
         placements

@@ -194,6 +194,14 @@ impl Rotation {
         self as u16 * 90
     }
 
+    /// The rotations whose bits are set in `bits` (bit `r` for `r` quarter turns; bits
+    /// above 3 are ignored), in ascending order. A slice of known length lets a caller
+    /// extend a vector by all of them with one capacity check.
+    pub const fn set(bits: u32) -> &'static [Rotation] {
+        let (rotations, count) = &ROTATION_SETS[(bits & 0xf) as usize];
+        rotations.split_at(*count).0
+    }
+
     pub const fn from_degrees(degrees: i64) -> Option<Rotation> {
         match degrees {
             0 => Some(Rotation::R0),
@@ -204,6 +212,26 @@ impl Rotation {
         }
     }
 }
+
+/// For each set of rotations as four bits, its members in ascending order and how many
+/// there are (see [`Rotation::set`]).
+const ROTATION_SETS: [([Rotation; 4], usize); 16] = {
+    let mut sets = [([Rotation::R0; 4], 0); 16];
+    let mut bits = 0;
+    while bits < 16 {
+        let mut turns = 0;
+        while turns < 4 {
+            if bits & (1 << turns) != 0 {
+                let (rotations, count) = &mut sets[bits];
+                rotations[*count] = Rotation::ALL[turns];
+                *count += 1;
+            }
+            turns += 1;
+        }
+        bits += 1;
+    }
+    sets
+};
 
 impl fmt::Display for Rotation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -246,6 +274,17 @@ impl<T> std::ops::IndexMut<Side> for BySide<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rotation_set_lists_its_bits_in_ascending_order() {
+        for bits in 0..16u32 {
+            let listed: Vec<Rotation> = Rotation::ALL
+                .into_iter()
+                .filter(|rotation| bits & (1 << rotation.quarter_turns()) != 0)
+                .collect();
+            assert_eq!(Rotation::set(bits), listed, "{bits:04b}");
+        }
+    }
 
     #[test]
     fn rotating_ninety_degrees_maps_half_sides_as_the_catalogue_says() {
