@@ -186,19 +186,25 @@ impl Game {
     }
 
     fn figure_nodes(&self, root: NodeId) -> Vec<NodeId> {
-        self.features
-            .members(root)
-            .filter(|&node| self.features.node(node).figure.is_some())
-            .collect()
+        let mut nodes = Vec::with_capacity(self.features.stats(root).figures as usize);
+        // Many completed features hold no figure: their members need not be walked.
+        if nodes.capacity() > 0 {
+            let with_figure = |&node: &NodeId| self.features.node(node).figure.is_some();
+            nodes.extend(self.features.members(root).filter(with_figure));
+        }
+        nodes
     }
 
     /// The cells of a feature, each once, in the order the feature reaches them.
     fn feature_tiles(&self, root: NodeId) -> Vec<Pos> {
-        let mut tiles: Vec<u32> = self
-            .features
-            .members(root)
-            .map(|node| self.features.node(node).tile)
-            .collect();
+        // A feature's size is its member count: one allocation holds them all, where
+        // collecting from the walk grew the vector again and again for a large farm.
+        let mut tiles = Vec::with_capacity(self.features.stats(root).size as usize);
+        tiles.extend(
+            self.features
+                .members(root)
+                .map(|node| self.features.node(node).tile),
+        );
         tiles.sort_unstable();
         tiles.dedup();
         tiles
@@ -208,12 +214,16 @@ impl Game {
     }
 
     fn feature_figures(&self, root: NodeId) -> Vec<PlacedFigure> {
-        let mut figures: Vec<PlacedFigure> = self
-            .features
-            .members(root)
-            .filter_map(|node| self.placed_figure(node))
-            .collect();
-        figures.sort();
+        let mut figures = Vec::with_capacity(self.features.stats(root).figures as usize);
+        if figures.capacity() > 0 {
+            figures.extend(
+                self.features
+                    .members(root)
+                    .filter(|&node| self.features.node(node).figure.is_some())
+                    .filter_map(|node| self.placed_figure(node)),
+            );
+            figures.sort();
+        }
         figures
     }
 
