@@ -21,6 +21,9 @@ pub(crate) type Db = sqlx::Postgres;
 /// writes.
 pub(crate) const BEGIN_WRITE: &str = "BEGIN";
 
+/// Postgres's writers lock only the rows they change, and need not take turns.
+pub(crate) const WRITERS_TAKE_TURNS: bool = false;
+
 /// Reads that take several statements (a page and its seats) see one snapshot.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 

@@ -19,6 +19,10 @@ pub(crate) type Db = sqlx::Sqlite;
 /// when another connection wrote in between (SQLITE_BUSY_SNAPSHOT).
 pub(crate) const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
+/// SQLite writes one transaction at a time: the store's writers take turns before they
+/// ask for its lock (see `SqlStore::take_write_turn`).
+pub(crate) const WRITERS_TAKE_TURNS: bool = true;
+
 /// In WAL mode a deferred transaction reads from one snapshot from its first read on.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN";
 
