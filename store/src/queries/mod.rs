@@ -6,8 +6,7 @@
 //! `LOBBY_STATE` and `INSERT_LOBBY`. So every query exists twice with concrete types, with
 //! no generic bounds over sqlx's traits, and both copies run the same SQL text: `$n`
 //! placeholders, which SQLite accepts too, and only SQL that both dialects read the same
-//! way. The
-//! column types differ (see `migrations/`), the values bound and read do not.
+//! way. The column types differ (see `migrations/`), the values bound and read do not.
 //!
 //! Every write runs in a transaction begun with `BEGIN_WRITE`, and every read that takes
 //! more than one statement in a snapshot begun with `BEGIN_SNAPSHOT`, so that a page of
