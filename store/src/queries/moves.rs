@@ -104,7 +104,7 @@ impl SqlStore {
     /// found dead before anything was committed is replaced at once, and the batch
     /// written on the new one (see `BatchFailure`).
     async fn write_batch(&self, moves: &[(Uuid, &MoveRow)]) -> Result<Vec<bool>, StoreError> {
-        let _turn = self.take_write_turn().await;
+        let _turn = self.take_batch_turn().await;
         let mut held = self.batch_connection.lock().await;
         if self.pool.is_closed() {
             held.take();
