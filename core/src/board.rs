@@ -1,19 +1,26 @@
-//! The board: placed tiles on a growable dense grid, and the frontier of empty cells
-//! next to them with the edge constraint each one imposes.
+//! The board: placed tiles and the frontier of empty cells next to them, with the edge
+//! constraint each one imposes, on one growable dense grid.
 //!
 //! The grid is a square window around the origin that doubles as tiles reach its border,
 //! up to a fixed size that no real game reaches; cells beyond it are kept in a map, so
 //! that a contrived record laying a very long line of tiles costs memory in proportion
-//! to its length rather than to its square.
+//! to its length rather than to its square. Each cell of the window says whether it
+//! holds a tile, is on the frontier, or neither, so that placing a tile tests the window
+//! once per cell it looks at rather than once per grid.
 //!
 //! Legal placement generation is the engine's hot loop, so every frontier cell keeps its
 //! constraint (an [`EdgeConstraint`], the edge kind each side must show) up to date as
 //! its neighbours are placed, and [`FrontierCell::fitting_rotations`] finds the
 //! rotations of a tile that fit it with one lookup in the tile's table, without
 //! neighbour lookups.
+//!
+//! The window also keeps, for each of its columns, a bitmap of the rows on the frontier,
+//! so that [`Board::visit_frontier_in_order`] reads the frontier in the order of the
+//! notation's `legal` lists (by x, then y) without sorting anything and without keeping a
+//! sorted list up to date.
 
 use crate::geometry::{Pos, Rotation, Side};
-use crate::tiles::{EdgeConstraint, EdgeKind, TileDef, TileId};
+use crate::tiles::{EdgeConstraint, EdgeKind, FitTable, TileDef, TileId};
 use std::collections::HashMap;
 
 /// A tile on the board.
@@ -41,19 +48,6 @@ pub(crate) struct FrontierCell {
 }
 
 impl FrontierCell {
-    /// A cell with no neighbour yet.
-    fn unconstrained(pos: Pos) -> FrontierCell {
-        FrontierCell {
-            pos,
-            constraint: EdgeConstraint::default(),
-        }
-    }
-
-    /// Records that this cell must show `edge` on its side `side`.
-    fn constrain(&mut self, side: Side, edge: EdgeKind) {
-        self.constraint.require(side, edge);
-    }
-
     #[cfg(test)]
     pub fn accepts(&self, def: &TileDef, rotation: Rotation) -> bool {
         self.fitting_rotations(def) & (1 << rotation.quarter_turns()) != 0
@@ -76,27 +70,90 @@ impl FrontierCell {
     }
 }
 
-/// A square window of the plane, centred on the origin, that doubles when a tile comes
-/// near its border, up to [`Grid::MAX_RADIUS`], and a map for the cells beyond it.
-/// Cells hold 1 + an index (0 is empty).
+/// What one cell of the board holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Content {
+    Empty,
+    /// The tile at this index of [`Board::placed`].
+    Tile(u32),
+    /// The frontier cell at this index of [`Board::frontier`].
+    Frontier(u32),
+}
+
+impl Content {
+    /// Set in a stored cell that holds a tile; the other bits are the tile's index.
+    const TILE_BIT: u32 = 1 << 31;
+
+    /// The cell as the grid stores it: 0 when empty, the tile's index with the top bit
+    /// set, or 1 + the frontier cell's index.
+    fn pack(self) -> u32 {
+        match self {
+            Content::Empty => 0,
+            Content::Tile(index) => Content::TILE_BIT | index,
+            Content::Frontier(index) => index + 1,
+        }
+    }
+
+    #[inline]
+    fn unpack(value: u32) -> Content {
+        if value & Content::TILE_BIT != 0 {
+            Content::Tile(value & !Content::TILE_BIT)
+        } else if value == 0 {
+            Content::Empty
+        } else {
+            Content::Frontier(value - 1)
+        }
+    }
+}
+
+/// Where a cell of the window is: its column (`x + radius`) and row (`y + radius`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct WindowCell {
+    column: u32,
+    row: u32,
+}
+
+/// A square window of the plane, centred on the origin, and a map for the cells beyond
+/// it. The window's cells are stored column by column; each column has a bitmap of its
+/// rows that are on the frontier, and each frontier cell of the window has its
+/// constraint beside its content, so that reading the frontier in order touches
+/// nothing else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Grid {
     radius: i32,
+    /// `2 * radius + 1`, kept rather than recomputed on every lookup.
+    width: u32,
+    /// Packed [`Content`]: the cell in column `c` and row `r` is at `c * width + r`.
     cells: Vec<u32>,
+    /// The constraint of each frontier cell of the window, indexed as `cells`; other
+    /// entries mean nothing.
+    constraints: Vec<EdgeConstraint>,
+    /// Each column's frontier bitmap takes `1 << column_shift` words of 64 rows: a power
+    /// of two, so that the column and first row of a word are a shift and a mask away.
+    column_shift: u32,
+    /// Bit `row % 64` of word `(column << column_shift) + row / 64` is set when that
+    /// cell is on the frontier.
+    frontier_rows: Vec<u64>,
     far: HashMap<Pos, u32>,
 }
 
 impl Grid {
-    /// The largest window: two megabytes for both grids of a board. The largest real game
+    /// The largest window: a little over a megabyte for a board. The largest real game
     /// has 112 tiles, so its tiles stay within a radius of 128; only a contrived record
     /// ever gets past 256 and into the map.
     const MAX_RADIUS: i32 = 256;
 
     fn with_radius(radius: i32) -> Grid {
-        let width = (2 * radius + 1) as usize;
+        let width = (2 * radius + 1) as u32;
+        let cells = (width * width) as usize;
+        let words_per_column = width.div_ceil(u64::BITS).next_power_of_two();
         Grid {
             radius,
-            cells: vec![0; width * width],
+            width,
+            cells: vec![0; cells],
+            constraints: vec![EdgeConstraint::default(); cells],
+            column_shift: words_per_column.trailing_zeros(),
+            frontier_rows: vec![0; (width * words_per_column) as usize],
             far: HashMap::new(),
         }
     }
@@ -109,25 +166,43 @@ impl Grid {
         pos.x.unsigned_abs().max(pos.y.unsigned_abs())
     }
 
+    /// Whether `pos` and its four neighbours have their place: in the window, or in the
+    /// map once the window may not grow any more.
     #[inline]
-    fn slot(&self, pos: Pos) -> Option<usize> {
+    fn holds_with_margin(&self, pos: Pos) -> bool {
+        Grid::reach(pos) < self.radius as u32 || self.radius >= Grid::MAX_RADIUS
+    }
+
+    /// Where `pos` lies in the window, if it does.
+    #[inline]
+    fn locate(&self, pos: Pos) -> Option<WindowCell> {
         // Shifted by the radius, the window is 0..width on both axes. Wrapping keeps every
         // i32 in range of that test: a cell beyond the window, even at i32::MIN or
         // i32::MAX, wraps to a large unsigned value and is refused.
-        let width = (2 * self.radius + 1) as u32;
         let column = pos.x.wrapping_add(self.radius) as u32;
         let row = pos.y.wrapping_add(self.radius) as u32;
-        (column < width && row < width).then(|| (row * width + column) as usize)
+        (column < self.width && row < self.width).then_some(WindowCell { column, row })
+    }
+
+    #[inline]
+    fn index(&self, cell: WindowCell) -> usize {
+        (cell.column * self.width + cell.row) as usize
     }
 
     /// Looked up on every placement, check and scoring, so kept small enough to inline.
     #[inline]
-    fn get(&self, pos: Pos) -> Option<u32> {
-        let value = match self.slot(pos) {
-            Some(slot) => self.cells[slot],
+    fn get(&self, pos: Pos) -> Content {
+        self.content(pos, self.locate(pos))
+    }
+
+    /// What `pos` holds, given where [`Grid::locate`] found it.
+    #[inline]
+    fn content(&self, pos: Pos, cell: Option<WindowCell>) -> Content {
+        let value = match cell {
+            Some(cell) => self.cells[self.index(cell)],
             None => self.get_far(pos),
         };
-        (value != 0).then(|| value - 1)
+        Content::unpack(value)
     }
 
     /// The stored value of a cell beyond the window; only contrived records get here.
@@ -137,10 +212,20 @@ impl Grid {
         self.far.get(&pos).copied().unwrap_or(0)
     }
 
-    fn set(&mut self, pos: Pos, index: Option<u32>) {
-        let value = index.map_or(0, |i| i + 1);
-        match self.slot(pos) {
-            Some(slot) => self.cells[slot] = value,
+    fn set(&mut self, pos: Pos, content: Content) {
+        self.store(pos, self.locate(pos), content);
+    }
+
+    /// Sets what `pos` holds, given where [`Grid::locate`] found it.
+    #[inline]
+    fn store(&mut self, pos: Pos, cell: Option<WindowCell>, content: Content) {
+        let value = content.pack();
+        match cell {
+            Some(cell) => {
+                let index = self.index(cell);
+                self.cells[index] = value;
+                self.mark_frontier(cell, matches!(content, Content::Frontier(_)));
+            }
             None if value == 0 => {
                 self.far.remove(&pos);
             }
@@ -150,37 +235,71 @@ impl Grid {
         }
     }
 
-    /// A larger copy when `pos` or a cell next to it would fall outside the window and
-    /// the window may still grow.
-    fn grown_to_hold(&self, pos: Pos) -> Option<Grid> {
-        if Grid::reach(pos) < self.radius as u32 || self.radius >= Grid::MAX_RADIUS {
-            return None;
+    /// Records the constraint of a frontier cell of the window; the map keeps none, as
+    /// its frontier is only read through the board's list.
+    #[inline]
+    fn store_constraint(&mut self, cell: Option<WindowCell>, constraint: EdgeConstraint) {
+        if let Some(cell) = cell {
+            let index = self.index(cell);
+            self.constraints[index] = constraint;
         }
-        let mut radius = self.radius;
-        while Grid::reach(pos) >= radius as u32 && radius < Grid::MAX_RADIUS {
-            radius *= 2;
+    }
+
+    /// Sets or clears the frontier bit of a cell of the window.
+    #[inline]
+    fn mark_frontier(&mut self, cell: WindowCell, on_frontier: bool) {
+        let word = ((cell.column << self.column_shift) + cell.row / u64::BITS) as usize;
+        let bit = 1u64 << (cell.row % u64::BITS);
+        if on_frontier {
+            self.frontier_rows[word] |= bit;
+        } else {
+            self.frontier_rows[word] &= !bit;
         }
-        let mut grown = Grid::with_radius(radius);
-        let r = self.radius;
-        for y in -r..=r {
-            for x in -r..=r {
-                let pos = Pos::new(x, y);
-                grown.set(pos, self.get(pos));
+    }
+
+    /// Calls `visit` with every frontier cell of the window whose x lies in
+    /// `first..=last` and that `table` finds a rotation for, by x, then y, with those
+    /// rotations as bits 0 to 3.
+    fn visit_fitting_cells(
+        &self,
+        (first, last): (i32, i32),
+        table: &FitTable,
+        mut visit: impl FnMut(Pos, u32),
+    ) {
+        let column_of = |x: i32| (x.clamp(-self.radius, self.radius) + self.radius) as usize;
+        let (first, last) = (column_of(first), column_of(last));
+        let shift = self.column_shift;
+        let words = &self.frontier_rows[first << shift..(last + 1) << shift];
+        // One pass over the columns' words, most of them empty: a loop per column cost
+        // as much as the cells themselves, two of them per column on average.
+        for (index, &word) in words.iter().enumerate() {
+            let column = first + (index >> shift);
+            let x = column as i32 - self.radius;
+            let column_start = column * self.width as usize;
+            let first_row = (index & ((1 << shift) - 1)) * u64::BITS as usize;
+            let mut rows = word;
+            while rows != 0 {
+                let row = first_row + rows.trailing_zeros() as usize;
+                // Clear the lowest set bit: the rows come out in ascending order.
+                rows &= rows - 1;
+                let fits = table.rotations(self.constraints[column_start + row]);
+                if fits != 0 {
+                    visit(Pos::new(x, row as i32 - self.radius), fits);
+                }
             }
         }
-        for (&pos, &value) in &self.far {
-            grown.set(pos, Some(value - 1));
-        }
-        Some(grown)
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Board {
     placed: Vec<PlacedTile>,
-    tiles: Grid,
-    frontier_slots: Grid,
+    grid: Grid,
     frontier: Vec<FrontierCell>,
+    /// The least and greatest x of the placed tiles: the frontier lies in the columns
+    /// from one before the first to one after the last.
+    min_x: i32,
+    max_x: i32,
 }
 
 impl Board {
@@ -190,10 +309,11 @@ impl Board {
     pub fn with_capacity(tiles: usize) -> Board {
         Board {
             placed: Vec::with_capacity(tiles),
-            tiles: Grid::with_radius(Board::INITIAL_RADIUS),
-            frontier_slots: Grid::with_radius(Board::INITIAL_RADIUS),
+            grid: Grid::with_radius(Board::INITIAL_RADIUS),
             // Each tile adds at most two cells to the frontier net (four new, one filled).
             frontier: Vec::with_capacity(2 * tiles + 2),
+            min_x: i32::MAX,
+            max_x: i32::MIN,
         }
     }
 
@@ -202,21 +322,50 @@ impl Board {
     }
 
     pub fn index_at(&self, pos: Pos) -> Option<usize> {
-        self.tiles.get(pos).map(|i| i as usize)
+        match self.grid.get(pos) {
+            Content::Tile(index) => Some(index as usize),
+            _ => None,
+        }
     }
 
     pub fn tile_at(&self, pos: Pos) -> Option<&PlacedTile> {
         self.index_at(pos).map(|i| &self.placed[i])
     }
 
+    /// The frontier in the engine's own order, which [`crate::Game::legal_moves`] follows.
     pub fn frontier(&self) -> &[FrontierCell] {
         &self.frontier
     }
 
     pub fn frontier_cell(&self, pos: Pos) -> Option<&FrontierCell> {
-        self.frontier_slots
-            .get(pos)
-            .map(|slot| &self.frontier[slot as usize])
+        match self.grid.get(pos) {
+            Content::Frontier(entry) => Some(&self.frontier[entry as usize]),
+            _ => None,
+        }
+    }
+
+    /// Whether every frontier cell lies in the window, which
+    /// [`Board::visit_frontier_in_order`] needs; only a contrived record's very long
+    /// line of tiles takes one beyond it.
+    pub fn frontier_in_window(&self) -> bool {
+        self.grid.far.is_empty()
+    }
+
+    /// Calls `visit` with every frontier cell that `def` fits, in the order of the
+    /// notation's `legal` lists (by x, then y), with the rotations that fit as bits 0 to
+    /// 3. It reads the window's frontier bitmaps column by column, so it is only for a
+    /// board whose frontier is in the window ([`Board::frontier_in_window`]).
+    pub fn visit_fitting_cells_in_order(&self, def: &TileDef, visit: impl FnMut(Pos, u32)) {
+        debug_assert!(
+            self.frontier_in_window(),
+            "the frontier is beyond the window"
+        );
+        if self.placed.is_empty() {
+            return;
+        }
+        let columns = (self.min_x.saturating_sub(1), self.max_x.saturating_add(1));
+        self.grid
+            .visit_fitting_cells(columns, def.fit_table(), visit);
     }
 
     /// How many of the eight surrounding cells hold a tile.
@@ -237,201 +386,85 @@ impl Board {
             rotation,
             node_base,
         });
-        self.tiles.set(pos, Some(index as u32));
-        self.remove_from_frontier(pos);
+        self.min_x = self.min_x.min(pos.x);
+        self.max_x = self.max_x.max(pos.x);
+        if let Content::Frontier(entry) = self.grid.get(pos) {
+            self.remove_from_frontier(entry);
+        }
+        self.grid.set(pos, Content::Tile(index as u32));
         let def = tile.def();
         for side in Side::ALL {
             let neighbour = pos.step(side);
-            if self.index_at(neighbour).is_none() {
-                self.constrain(neighbour, side.opposite(), def.edge(side, rotation));
+            let edge = def.edge(side, rotation);
+            let cell = self.grid.locate(neighbour);
+            match self.grid.content(neighbour, cell) {
+                Content::Tile(_) => {}
+                Content::Frontier(entry) => {
+                    let constraint = &mut self.frontier[entry as usize].constraint;
+                    constraint.require(side.opposite(), edge);
+                    let constraint = *constraint;
+                    self.grid.store_constraint(cell, constraint);
+                }
+                Content::Empty => self.add_to_frontier(neighbour, cell, side.opposite(), edge),
             }
         }
         index
     }
 
+    /// Makes sure that `pos` and its neighbours have their place in the window, growing
+    /// it if need be and if it may still grow.
+    #[inline]
     fn grow_to_hold(&mut self, pos: Pos) {
-        // Frontier cells lie one step beyond placed tiles, so keep a margin of one.
-        if let Some(grown) = self.tiles.grown_to_hold(pos) {
-            self.tiles = grown;
-            self.frontier_slots = self
-                .frontier_slots
-                .grown_to_hold(pos)
-                .expect("both grids share a radius");
+        if !self.grid.holds_with_margin(pos) {
+            self.grow(pos);
         }
     }
 
-    fn remove_from_frontier(&mut self, pos: Pos) {
-        let Some(slot) = self.frontier_slots.get(pos) else {
-            return;
-        };
-        self.frontier_slots.set(pos, None);
-        self.frontier.swap_remove(slot as usize);
-        if let Some(moved) = self.frontier.get(slot as usize) {
-            self.frontier_slots.set(moved.pos, Some(slot));
+    /// Moves the board into a window large enough to hold `pos` and its neighbours.
+    #[inline(never)]
+    fn grow(&mut self, pos: Pos) {
+        let mut radius = self.grid.radius;
+        while Grid::reach(pos) >= radius as u32 && radius < Grid::MAX_RADIUS {
+            radius *= 2;
+        }
+        let mut grown = Grid::with_radius(radius.min(Grid::MAX_RADIUS));
+        for (index, tile) in self.placed.iter().enumerate() {
+            grown.set(tile.pos, Content::Tile(index as u32));
+        }
+        for (entry, frontier_cell) in self.frontier.iter().enumerate() {
+            let cell = grown.locate(frontier_cell.pos);
+            grown.store(frontier_cell.pos, cell, Content::Frontier(entry as u32));
+            grown.store_constraint(cell, frontier_cell.constraint);
+        }
+        self.grid = grown;
+    }
+
+    /// Takes the frontier cell at `entry` out; the last cell takes its place. The caller
+    /// puts a tile on the cell taken out, which clears its entry in the grid.
+    fn remove_from_frontier(&mut self, entry: u32) {
+        self.frontier.swap_remove(entry as usize);
+        if let Some(moved) = self.frontier.get(entry as usize) {
+            self.grid.set(moved.pos, Content::Frontier(entry));
         }
     }
 
-    /// Records that the empty cell `pos` must show `edge` on its side `side`.
-    fn constrain(&mut self, pos: Pos, side: Side, edge: EdgeKind) {
-        let slot = match self.frontier_slots.get(pos) {
-            Some(slot) => slot as usize,
-            None => {
-                self.frontier.push(FrontierCell::unconstrained(pos));
-                let slot = self.frontier.len() - 1;
-                self.frontier_slots.set(pos, Some(slot as u32));
-                slot
-            }
-        };
-        self.frontier[slot].constrain(side, edge);
+    /// Adds the empty cell `pos`, found at `cell`, to the frontier: it must show `edge`
+    /// on its side `side`.
+    fn add_to_frontier(&mut self, pos: Pos, cell: Option<WindowCell>, side: Side, edge: EdgeKind) {
+        let entry = self.frontier.len() as u32;
+        let mut constraint = EdgeConstraint::default();
+        constraint.require(side, edge);
+        self.frontier.push(FrontierCell { pos, constraint });
+        self.grid.store(pos, cell, Content::Frontier(entry));
+        self.grid.store_constraint(cell, constraint);
     }
-}
-
-/// The frontier's cells in the order of the notation's `legal` lists (by x, then y),
-/// with their constraints, kept up to date tile by tile for a caller that lists every
-/// turn's placements in that order. Sorting the fitting cells afresh each turn cost
-/// more than the rest of listing them, and looking each cell's constraint up on the
-/// board cost about as much again; a tile changes this list by one removal and at most
-/// four insertions or updates.
-///
-/// It follows one game: [`OrderedFrontier::catch_up`] reads the tiles placed since its
-/// last call, so it must always be given the same board.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct OrderedFrontier {
-    /// Every frontier cell as its [`order_key`] and constraint, by ascending key. The
-    /// position is read back from the key, which keeps an entry at 16 bytes: inserting
-    /// and removing move the tail of this vector.
-    cells: Vec<(u64, EdgeConstraint)>,
-    /// How many of the board's tiles have been taken into account.
-    tiles_seen: usize,
-}
-
-impl OrderedFrontier {
-    /// Brings the list up to date with the tiles placed on `board` since the last call.
-    ///
-    /// After tile `k` is taken in, the list holds every cell that touches one of the
-    /// tiles `0..=k` and is empty on the board as it is now, constrained by those tiles:
-    /// the cell of each tile is taken out, and each of its empty neighbours goes in or is
-    /// constrained further. Once every tile is in, that is exactly the frontier, whatever
-    /// order the tiles came in, and each side of each tile constrained its cell once.
-    pub fn catch_up(&mut self, board: &Board) {
-        let start = self.tiles_seen.min(board.placed().len());
-        for tile in &board.placed()[start..] {
-            self.take_in(board, tile);
-        }
-        self.tiles_seen = board.placed().len();
-    }
-
-    /// Takes one tile's cell out and its empty neighbours in.
-    ///
-    /// In the list's order, the cells north and south of a tile come right before and
-    /// right after its own cell, so they are found or placed there without a search,
-    /// and a new one takes over the tile's own entry instead of moving the tail twice.
-    /// The cells west and east are each a column away and are searched for.
-    fn take_in(&mut self, board: &Board, tile: &PlacedTile) {
-        let key = order_key(tile.pos);
-        let (mut index, mut vacant) = match self.position(key) {
-            Ok(index) => (index, true),
-            Err(index) => (index, false),
-        };
-        // From here on, `index` is where the next cell in order after the ones handled
-        // goes, and `vacant` says the entry there is the tile's own, free to reuse.
-        let north = tile.pos.step(Side::North);
-        debug_assert_eq!(
-            order_key(north) + 1,
-            key,
-            "no tile lies at the end of a column"
-        );
-        if index > 0 && self.cells[index - 1].0 == key - 1 {
-            self.constrain_at(index - 1, tile, Side::North);
-        } else if board.index_at(north).is_none() {
-            self.put_new_at(index, vacant, north, tile, Side::North);
-            index += 1;
-            vacant = false;
-        }
-        let south = tile.pos.step(Side::South);
-        let after = index + usize::from(vacant);
-        if self
-            .cells
-            .get(after)
-            .is_some_and(|&(next, _)| next == key + 1)
-        {
-            self.constrain_at(after, tile, Side::South);
-        } else if board.index_at(south).is_none() {
-            self.put_new_at(index, vacant, south, tile, Side::South);
-            vacant = false;
-        }
-        if vacant {
-            self.cells.remove(index);
-        }
-        for side in [Side::West, Side::East] {
-            self.constrain_searched(board, tile, side);
-        }
-    }
-
-    /// Adds the empty cell `pos` across `side` of `tile` at `index`, over the tile's
-    /// own entry when `vacant` says it is there.
-    fn put_new_at(&mut self, index: usize, vacant: bool, pos: Pos, tile: &PlacedTile, side: Side) {
-        let entry = (order_key(pos), EdgeConstraint::default());
-        if vacant {
-            self.cells[index] = entry;
-        } else {
-            self.cells.insert(index, entry);
-        }
-        self.constrain_at(index, tile, side);
-    }
-
-    /// Finds the cell across `side` of `tile`, adds it if it is new and empty, and
-    /// constrains it.
-    fn constrain_searched(&mut self, board: &Board, tile: &PlacedTile, side: Side) {
-        let neighbour = tile.pos.step(side);
-        let index = match self.position(order_key(neighbour)) {
-            Ok(index) => index,
-            Err(_) if board.index_at(neighbour).is_some() => return,
-            Err(index) => {
-                let entry = (order_key(neighbour), EdgeConstraint::default());
-                self.cells.insert(index, entry);
-                index
-            }
-        };
-        self.constrain_at(index, tile, side);
-    }
-
-    /// Records what `tile` asks of the listed cell at `index`, which lies across `side`.
-    fn constrain_at(&mut self, index: usize, tile: &PlacedTile, side: Side) {
-        let edge = tile.def().edge(side, tile.rotation);
-        self.cells[index].1.require(side.opposite(), edge);
-    }
-
-    /// Where the cell with the order key `key` is in the list, or where it would go.
-    fn position(&self, key: u64) -> Result<usize, usize> {
-        self.cells.binary_search_by_key(&key, |&(key, _)| key)
-    }
-
-    /// The frontier cells, in order. The list must have caught up with the board.
-    pub fn cells(&self) -> impl Iterator<Item = FrontierCell> + '_ {
-        self.cells.iter().map(|&(key, constraint)| FrontierCell {
-            pos: position_of_key(key),
-            constraint,
-        })
-    }
-}
-
-/// An integer that orders positions by x, then y: flipping the sign bit maps each `i32`
-/// onto a `u32` in the same order, and x goes in the high half.
-pub(crate) fn order_key(pos: Pos) -> u64 {
-    let flip = |coordinate: i32| u64::from(coordinate as u32 ^ 0x8000_0000);
-    (flip(pos.x) << 32) | flip(pos.y)
-}
-
-/// The position whose [`order_key`] is `key`.
-fn position_of_key(key: u64) -> Pos {
-    let unflip = |half: u64| (half as u32 ^ 0x8000_0000) as i32;
-    Pos::new(unflip(key >> 32), unflip(key))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::tiles::catalogue;
 
     fn tile(name: &str) -> TileId {
         TileId::from_name(name).unwrap()
@@ -482,7 +515,7 @@ mod tests {
         assert!(board.frontier_cell(Pos::new(100, 0)).is_some());
         assert_eq!(board.frontier().len(), 2 * 100 + 2);
         assert!(
-            board.tiles.far.is_empty(),
+            board.grid.far.is_empty(),
             "a real game's size never needs the map"
         );
     }
@@ -490,51 +523,22 @@ mod tests {
     #[test]
     fn a_line_beyond_the_largest_window_goes_on_in_the_map() {
         // A line of 600 tiles westwards from the origin: the window stops growing at
-        // radius 256 and the 343 tiles beyond it, with their frontier, live in the map.
+        // radius 256 and the 343 tiles beyond it live in the map, with their frontier:
+        // the cells north and south of each, and the one at the end of the line.
         let mut board = Board::with_capacity(0);
         let line = 600;
         for step in 0..line {
             board.place(tile("U"), Pos::new(-step, 0), Rotation::R0, 0);
         }
-        assert_eq!(board.tiles.radius, Grid::MAX_RADIUS);
-        assert_eq!(
-            board.tiles.far.len(),
-            (line - 1 - Grid::MAX_RADIUS) as usize
-        );
+        assert_eq!(board.grid.radius, Grid::MAX_RADIUS);
+        let beyond = (line - 1 - Grid::MAX_RADIUS) as usize;
+        assert_eq!(board.grid.far.len(), 3 * beyond + 1);
         for step in 0..line {
             assert_eq!(board.index_at(Pos::new(-step, 0)), Some(step as usize));
             assert!(board.frontier_cell(Pos::new(-step, 1)).is_some());
         }
         assert!(board.frontier_cell(Pos::new(-line, 0)).is_some());
         assert_eq!(board.frontier().len(), 2 * line as usize + 2);
-    }
-
-    #[test]
-    fn order_keys_order_positions_by_x_then_y() {
-        let values = [
-            i32::MIN,
-            i32::MIN + 1,
-            -300,
-            -1,
-            0,
-            1,
-            300,
-            i32::MAX - 1,
-            i32::MAX,
-        ];
-        let mut positions = Vec::new();
-        for x in values {
-            for y in values {
-                positions.push(Pos::new(x, y));
-            }
-        }
-        let mut by_key = positions.clone();
-        by_key.sort_unstable_by_key(|&pos| order_key(pos));
-        positions.sort_unstable_by_key(|&pos| (pos.x, pos.y));
-        assert_eq!(by_key, positions);
-        for pos in positions {
-            assert_eq!(position_of_key(order_key(pos)), pos);
-        }
     }
 
     /// The frontier's cells sorted by x, then y, the obvious way.
@@ -544,10 +548,23 @@ mod tests {
         cells
     }
 
+    /// The cells that `def` fits, with the rotations that do, as the board reads them
+    /// in order and the obvious way.
+    fn fitting_cells_both_ways(board: &Board, def: &TileDef) -> [Vec<(Pos, u32)>; 2] {
+        let mut read = Vec::new();
+        board.visit_fitting_cells_in_order(def, |pos, fits| read.push((pos, fits)));
+        let sorted = sorted_frontier(board)
+            .into_iter()
+            .map(|cell| (cell.pos, cell.fitting_rotations(def)))
+            .filter(|&(_, fits)| fits != 0)
+            .collect();
+        [read, sorted]
+    }
+
     #[test]
-    fn the_ordered_frontier_is_the_frontier_sorted_whenever_it_catches_up() {
-        // A spiral-ish walk that fills cells the frontier already listed, with catch-ups
-        // after every tile, after several, and only at the end.
+    fn the_fitting_cells_in_order_are_the_frontier_sorted() {
+        // A spiral-ish walk that fills cells already on the frontier, then a line that
+        // makes the window grow three times (to radius 128), across its bitmaps' words.
         let walk = [
             (0, 0),
             (1, 0),
@@ -562,17 +579,26 @@ mod tests {
             (2, 0),
             (3, 0),
         ];
-        for every in [1, 3, walk.len()] {
-            let mut board = Board::with_capacity(0);
-            let mut order = OrderedFrontier::default();
-            for (step, &(x, y)) in walk.iter().enumerate() {
-                board.place(tile("U"), Pos::new(x, y), Rotation::R0, 0);
-                if (step + 1) % every == 0 {
-                    order.catch_up(&board);
-                    let listed: Vec<FrontierCell> = order.cells().collect();
-                    assert_eq!(listed, sorted_frontier(&board), "step {step}");
-                }
+        let line = (1..70).map(|step| (-1, -1 - step));
+        let mut board = Board::with_capacity(0);
+        for (step, (x, y)) in walk.into_iter().chain(line).enumerate() {
+            board.place(tile("U"), Pos::new(x, y), Rotation::R0, 0);
+            assert!(board.frontier_in_window());
+            for (name, def) in catalogue().tiles() {
+                let [read, sorted] = fitting_cells_both_ways(&board, def);
+                assert_eq!(read, sorted, "step {step}, tile {name}");
             }
         }
+        assert_eq!(board.grid.radius, 128);
+    }
+
+    #[test]
+    fn a_frontier_beyond_the_window_is_said_to_be() {
+        let mut board = Board::with_capacity(0);
+        for step in 0..=Grid::MAX_RADIUS {
+            assert!(board.frontier_in_window(), "step {step}");
+            board.place(tile("U"), Pos::new(step, 0), Rotation::R0, 0);
+        }
+        assert!(!board.frontier_in_window());
     }
 }

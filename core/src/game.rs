@@ -8,7 +8,7 @@
 //! the action every feature the tile completed is scored, the next player draws, and a
 //! tile that fits nowhere is discarded and replaced at once.
 
-use crate::board::{Board, OrderedFrontier, PlacedTile};
+use crate::board::{Board, PlacedTile};
 use crate::deck::{shuffled_stack, start_tile};
 use crate::events::Event;
 use crate::features::{Features, NodeId};
@@ -380,34 +380,44 @@ impl Game {
 
     /// Every legal placement of the drawn tile in the order of the notation's `legal`
     /// lists (by x, then y, then rotation), each turned into a `T` by `make`; empty
-    /// outside the placement step. `order` is the frontier in that order, which a caller
-    /// listing the placements of many turns of this game keeps from turn to turn (see
-    /// [`OrderedFrontier`]), so that no turn sorts anything.
-    pub(crate) fn sorted_placements<T>(
-        &self,
-        order: &mut OrderedFrontier,
-        make: impl Fn(Pos, Rotation) -> T,
-    ) -> Vec<T> {
+    /// outside the placement step. The board reads its frontier in that order (see
+    /// [`Board::visit_fitting_cells_in_order`]), so that no turn sorts anything.
+    pub(crate) fn sorted_placements<T>(&self, make: impl Fn(Pos, Rotation) -> T) -> Vec<T> {
         let Turn::PlaceTile { tile, .. } = self.turn else {
             return Vec::new();
         };
-        if tile.def().is_river() {
+        let def = tile.def();
+        if def.is_river() {
             // A river tile fits one cell only, and its rotations come out in order.
             return self.collect_placements(tile, make);
         }
-        order.catch_up(&self.board);
-        let def = tile.def();
-        let mut placements = Vec::with_capacity(self.board.frontier().len() + 8);
-        for cell in order.cells() {
-            let fits = cell.fitting_rotations(def);
-            // Most cells fit no rotation: test that first. The others add all their
-            // rotations at once, with one capacity check rather than one per placement.
-            if fits != 0 {
-                let rotations = Rotation::set(fits).iter();
-                placements.extend(rotations.map(|&rotation| make(cell.pos, rotation)));
-            }
+        if !self.board.frontier_in_window() {
+            return self.placements_sorted_afresh(tile, make);
         }
+        let mut placements = Vec::with_capacity(self.board.frontier().len() + 8);
+        self.board.visit_fitting_cells_in_order(def, |pos, fits| {
+            // A cell's rotations go in at once, with one capacity check rather than one
+            // per placement.
+            let rotations = Rotation::set(fits).iter();
+            placements.extend(rotations.map(|&rotation| make(pos, rotation)));
+        });
         placements
+    }
+
+    /// [`Game::sorted_placements`] by sorting the legal placements, for the contrived
+    /// boards whose frontier goes beyond the window.
+    #[cold]
+    fn placements_sorted_afresh<T>(
+        &self,
+        tile: TileId,
+        make: impl Fn(Pos, Rotation) -> T,
+    ) -> Vec<T> {
+        let mut placements = self.collect_placements(tile, |pos, rotation| (pos, rotation));
+        placements.sort_unstable_by_key(|&(pos, rotation)| (pos.x, pos.y, rotation));
+        placements
+            .into_iter()
+            .map(|(pos, rotation)| make(pos, rotation))
+            .collect()
     }
 
     /// Checks a move without playing it.
@@ -857,11 +867,10 @@ mod tests {
                 stack: Stack::Seeded(seed),
             };
             let mut game = Game::new(setup).unwrap();
-            let mut order = OrderedFrontier::default();
             let mut step = seed as usize;
             while game.phase() != Phase::Over {
                 if game.phase() == Phase::PlaceTile {
-                    let sorted = game.sorted_placements(&mut order, |pos, r| (pos, r));
+                    let sorted = game.sorted_placements(|pos, r| (pos, r));
                     assert_eq!(sorted, sorted_the_obvious_way(&game), "seed {seed}");
                 }
                 let moves = game.legal_moves();
@@ -878,5 +887,27 @@ mod tests {
             expansions: Expansion::ALL.to_vec(),
             ..Rules::default()
         });
+    }
+
+    #[test]
+    fn sorted_placements_stay_sorted_beyond_the_window() {
+        // A road of 300 tiles eastwards from the start tile takes the frontier beyond
+        // the largest window (radius 256), where the board cannot read it in order.
+        let straight_road = TileId::from_name("U").unwrap();
+        let setup = Setup {
+            rules: Rules::default(),
+            players: 2,
+            stack: Stack::Fixed(vec![straight_road; 300]),
+        };
+        let mut game = Game::new(setup).unwrap();
+        while game.phase() != Phase::Over {
+            let sorted = game.sorted_placements(|pos, r| (pos, r));
+            assert_eq!(sorted, sorted_the_obvious_way(&game));
+            let (pos, rotation) = *sorted.last().unwrap();
+            game.play(Move::PlaceTile { pos, rotation }).unwrap();
+            game.play(Move::Pass).unwrap();
+        }
+        assert!(!game.board.frontier_in_window());
+        assert_eq!(game.tiles_placed(), 300);
     }
 }

@@ -15,7 +15,6 @@
 //! record's rules. Then the report says `"deck_verified": true`; without a commitment
 //! the field is left out.
 
-use crate::board::OrderedFrontier;
 use crate::deck::{deck_commitment, shuffled_stack};
 use crate::events::Event;
 use crate::figures::{FigureKind, Seat};
@@ -338,18 +337,15 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     let mut game = Game::new(record.setup())?;
     let deck_verified = record.verify_deck()?;
     let mut turns = Vec::with_capacity(record.turns.len());
-    // With `legal`, the frontier in the order of the lists, kept from turn to turn.
-    let mut order = legal.then(OrderedFrontier::default);
     // One vector for the events of every move, rather than one allocated per move.
     let mut events = Vec::new();
     for (index, turn) in record.turns.iter().enumerate() {
-        let report =
-            replay_turn(&mut game, turn, order.as_mut(), &mut events).map_err(|message| {
-                ReplayError::IllegalTurn {
-                    turn: index,
-                    message,
-                }
-            })?;
+        let report = replay_turn(&mut game, turn, legal, &mut events).map_err(|message| {
+            ReplayError::IllegalTurn {
+                turn: index,
+                message,
+            }
+        })?;
         turns.push(report);
     }
     if let Some(tile) = game.current_tile() {
@@ -369,13 +365,13 @@ pub fn replay(record: &GameRecord, legal: bool) -> Result<Replay, ReplayError> {
     })
 }
 
-/// Plays one turn of a record; an error says what rule it breaks. The report lists the
-/// legal placements when the caller passes the frontier in their order. `events` is
-/// scratch space for the events of the turn's moves.
+/// Plays one turn of a record; an error says what rule it breaks. With `legal`, the
+/// report lists the legal placements. `events` is scratch space for the events of the
+/// turn's moves.
 fn replay_turn(
     game: &mut Game,
     turn: &TurnRecord,
-    order: Option<&mut OrderedFrontier>,
+    legal: bool,
     events: &mut Vec<Event>,
 ) -> Result<TurnReport, String> {
     let (Some(player), Some(tile)) = (game.current_player(), game.current_tile()) else {
@@ -387,11 +383,8 @@ fn replay_turn(
             turn.tile
         ));
     }
-    let legal = order.map(|order| {
-        game.sorted_placements(order, |pos, rotation| {
-            [pos.x, pos.y, rotation.degrees() as i32]
-        })
-    });
+    let legal = legal
+        .then(|| game.sorted_placements(|pos, rotation| [pos.x, pos.y, rotation.degrees() as i32]));
     let [placement, action] = turn.moves();
     events.clear();
     game.play_into(placement, events)

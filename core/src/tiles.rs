@@ -100,12 +100,18 @@ impl EdgeConstraint {
 /// For every [`EdgeConstraint`], the rotations at which one tile type meets it, as bits
 /// 0 to 3 (0, 90, 180, 270 degrees). Computed once per tile type with the catalogue.
 #[derive(Clone, PartialEq, Eq)]
-pub(crate) struct FitTable(Box<[u8; EdgeConstraint::COUNT]>);
+pub(crate) struct FitTable(Box<[u8; FitTable::LEN]>);
 
 impl FitTable {
+    /// Room for every constraint, rounded up to a power of two so that a lookup masks
+    /// the constraint instead of testing it against the bound: listing the legal
+    /// placements does one lookup per frontier cell, and the test was a fifth of it.
+    /// The entries past [`EdgeConstraint::COUNT`] are never reached.
+    const LEN: usize = EdgeConstraint::COUNT.next_power_of_two();
+
     fn of(def: &TileDef) -> FitTable {
-        let mut table = Box::new([0; EdgeConstraint::COUNT]);
-        for (code, fits) in table.iter_mut().enumerate() {
+        let mut table = Box::new([0; FitTable::LEN]);
+        for (code, fits) in table[..EdgeConstraint::COUNT].iter_mut().enumerate() {
             let constraint = EdgeConstraint(code as u16);
             *fits = Rotation::ALL
                 .into_iter()
@@ -113,6 +119,12 @@ impl FitTable {
                 .fold(0, |bits, rotation| bits | 1 << rotation.quarter_turns());
         }
         FitTable(table)
+    }
+
+    /// The rotations that meet `constraint`, as bits 0 to 3.
+    #[inline]
+    pub fn rotations(&self, constraint: EdgeConstraint) -> u32 {
+        u32::from(self.0[usize::from(constraint.0) & (FitTable::LEN - 1)])
     }
 }
 
@@ -320,7 +332,13 @@ impl TileDef {
     /// 270 degrees).
     #[inline]
     pub(crate) fn fitting_rotations(&self, constraint: EdgeConstraint) -> u32 {
-        u32::from(self.fits.0[usize::from(constraint.0)])
+        self.fits.rotations(constraint)
+    }
+
+    /// The table behind [`TileDef::fitting_rotations`], for a caller that looks up many
+    /// cells in a row.
+    pub(crate) fn fit_table(&self) -> &FitTable {
+        &self.fits
     }
 }
 
@@ -472,7 +490,7 @@ fn parse_tile_line(line: &str, set: TileSet) -> Result<TileDef, String> {
         festival,
         side_segment: BySide::default(),
         half_field: [None; 8],
-        fits: FitTable(Box::new([0; EdgeConstraint::COUNT])),
+        fits: FitTable(Box::new([0; FitTable::LEN])),
         centre: None,
     };
     index_tile(&mut def)?;
