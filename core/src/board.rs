@@ -15,7 +15,7 @@
 //! neighbour lookups.
 //!
 //! The window also keeps, for each of its columns, a bitmap of the rows on the frontier,
-//! so that [`Board::visit_frontier_in_order`] reads the frontier in the order of the
+//! so that [`Board::visit_fitting_cells_in_order`] reads the frontier in the order of the
 //! notation's `legal` lists (by x, then y) without sorting anything and without keeping a
 //! sorted list up to date.
 
@@ -345,7 +345,7 @@ impl Board {
     }
 
     /// Whether every frontier cell lies in the window, which
-    /// [`Board::visit_frontier_in_order`] needs; only a contrived record's very long
+    /// [`Board::visit_fitting_cells_in_order`] needs; only a contrived record's very long
     /// line of tiles takes one beyond it.
     pub fn frontier_in_window(&self) -> bool {
         self.grid.far.is_empty()
@@ -376,8 +376,15 @@ impl Board {
     }
 
     /// Puts a tile on an empty cell (the caller has checked that it may go there) and
-    /// returns its index in placement order.
-    pub fn place(&mut self, tile: TileId, pos: Pos, rotation: Rotation, node_base: u32) -> usize {
+    /// returns the index of the tile across each side (N, E, S, W), which the caller
+    /// joins it to: the board looks at each neighbour anyway.
+    pub fn place(
+        &mut self,
+        tile: TileId,
+        pos: Pos,
+        rotation: Rotation,
+        node_base: u32,
+    ) -> [Option<usize>; 4] {
         self.grow_to_hold(pos);
         let index = self.placed.len();
         self.placed.push(PlacedTile {
@@ -393,12 +400,13 @@ impl Board {
         }
         self.grid.set(pos, Content::Tile(index as u32));
         let def = tile.def();
+        let mut neighbours = [None; 4];
         for side in Side::ALL {
             let neighbour = pos.step(side);
             let edge = def.edge(side, rotation);
             let cell = self.grid.locate(neighbour);
             match self.grid.content(neighbour, cell) {
-                Content::Tile(_) => {}
+                Content::Tile(index) => neighbours[side.index()] = Some(index as usize),
                 Content::Frontier(entry) => {
                     let constraint = &mut self.frontier[entry as usize].constraint;
                     constraint.require(side.opposite(), edge);
@@ -408,7 +416,7 @@ impl Board {
                 Content::Empty => self.add_to_frontier(neighbour, cell, side.opposite(), edge),
             }
         }
-        index
+        neighbours
     }
 
     /// Makes sure that `pos` and its neighbours have their place in the window, growing

@@ -552,11 +552,12 @@ impl Game {
     }
 
     fn placement_problem(&self, tile: TileId, pos: Pos, rotation: Rotation) -> Option<PlayError> {
-        if self.board.index_at(pos).is_some() {
-            return Some(PlayError::CellOccupied { pos });
-        }
+        // A frontier cell is empty: only a refused move looks the cell up again.
         let Some(cell) = self.board.frontier_cell(pos) else {
-            return Some(PlayError::NotAdjacent { pos });
+            return Some(match self.board.index_at(pos) {
+                Some(_) => PlayError::CellOccupied { pos },
+                None => PlayError::NotAdjacent { pos },
+            });
         };
         let def = tile.def();
         if let Some(side) = cell.mismatched_side(def, rotation) {
@@ -585,19 +586,21 @@ impl Game {
         let def = tile.def();
         let index = self.board.placed().len();
         let node_base = self.features.add_tile(index as u32, def);
-        self.board.place(tile, pos, rotation, node_base);
-        self.connect_to_neighbours(index);
+        let neighbours = self.board.place(tile, pos, rotation, node_base);
+        self.connect_to_neighbours(index, neighbours);
         if def.is_river() && index > 0 {
             self.river.advance(def, pos, rotation);
         }
         index
     }
 
-    fn connect_to_neighbours(&mut self, index: usize) {
+    /// Joins the segments of the tile at `index` to those of its `neighbours`, the
+    /// indices of the tiles across its sides N, E, S, W.
+    fn connect_to_neighbours(&mut self, index: usize, neighbours: [Option<usize>; 4]) {
         let mine = self.board.placed()[index];
         let def = mine.def();
         for side in Side::ALL {
-            let Some(theirs) = self.board.tile_at(mine.pos.step(side)).copied() else {
+            let Some(theirs) = neighbours[side.index()].map(|i| self.board.placed()[i]) else {
                 continue;
             };
             let their_def = theirs.def();
