@@ -174,6 +174,10 @@ pub struct Game {
     tiles_placed: u32,
     discarded: Vec<TileId>,
     river: River,
+    /// The monasteries and gardens that score once surrounded and are not surrounded
+    /// yet, as their cell and node, so that a placement looks at the few of them near
+    /// it rather than at the nine cells around it (see `score_completed_features`).
+    pub(crate) open_centres: Vec<(Pos, NodeId)>,
 }
 
 impl Game {
@@ -237,6 +241,7 @@ impl Game {
             tiles_placed: 0,
             discarded: Vec::new(),
             river: River::from_start(start.def()),
+            open_centres: Vec::new(),
         };
         game.put_tile(start, Pos::ORIGIN, Rotation::R0);
         game
@@ -588,6 +593,9 @@ impl Game {
         let node_base = self.features.add_tile(index as u32, def);
         let neighbours = self.board.place(tile, pos, rotation, node_base);
         self.connect_to_neighbours(index, neighbours);
+        if let Some(node) = self.scoring_centre(index) {
+            self.open_centres.push((pos, node));
+        }
         if def.is_river() && index > 0 {
             self.river.advance(def, pos, rotation);
         }

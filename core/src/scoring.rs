@@ -56,19 +56,38 @@ impl Game {
                 events.push(Event::FeatureScored(score));
             }
         }
-        for pos in once(tile.pos).chain(tile.pos.surrounding()) {
-            // Most cells hold no monastery or garden, so look for one before counting.
-            let Some(node) = self.centre_node_at(pos) else {
-                continue;
-            };
-            if self.board.surrounding_tiles(pos) == 8 {
-                let score = self.score_centre(node, true);
-                if !score.figures.is_empty() {
-                    self.return_home(node);
-                }
-                events.push(Event::FeatureScored(score));
+        let mut surrounded = self.surrounded_centres(tile.pos).peekable();
+        if surrounded.peek().is_none() {
+            return;
+        }
+        let surrounded: Vec<(Pos, NodeId)> = surrounded.collect();
+        for &(_, node) in &surrounded {
+            let score = self.score_centre(node, true);
+            if !score.figures.is_empty() {
+                self.return_home(node);
+            }
+            events.push(Event::FeatureScored(score));
+        }
+        self.open_centres
+            .retain(|centre| !surrounded.contains(centre));
+    }
+
+    /// The open monasteries and gardens that a tile placed at `placed` surrounds: its
+    /// own, then those on the cells around it in the order of [`Pos::surrounding`].
+    fn surrounded_centres(&self, placed: Pos) -> impl Iterator<Item = (Pos, NodeId)> + '_ {
+        // Where each centre near the tile comes in that order; most tiles have none near.
+        let mut by_order = [None; 9];
+        for &(pos, node) in &self.open_centres {
+            // Wrapping, as the cells around a tile are found by wrapping steps.
+            let (dx, dy) = (pos.x.wrapping_sub(placed.x), pos.y.wrapping_sub(placed.y));
+            if (-1..=1).contains(&dx) && (-1..=1).contains(&dy) {
+                by_order[surrounding_order(dx, dy)] = Some((pos, node));
             }
         }
+        by_order
+            .into_iter()
+            .flatten()
+            .filter(|&(pos, _)| self.board.surrounding_tiles(pos) == 8)
     }
 
     /// Scores what is unfinished, in the order roads, cities, monasteries and gardens,
@@ -245,16 +264,29 @@ impl Game {
         cities.len() as u32
     }
 
-    /// The monastery or garden node of the tile at `pos`, if there is one. Gardens only
-    /// count with the Abbot: without it they are pictures, and a completed one is no news.
-    fn centre_node_at(&self, pos: Pos) -> Option<NodeId> {
-        let tile = self.board.tile_at(pos)?;
+    /// The monastery or garden node of the tile at `index`, if it has one that scores
+    /// when surrounded. Gardens only count with the Abbot: without it they are
+    /// pictures, and a completed one is no news.
+    pub(crate) fn scoring_centre(&self, index: usize) -> Option<NodeId> {
+        let tile = self.board.placed()[index];
         let segment = tile.def().centre_segment()?;
         let garden = tile.def().segments[segment].kind() == SegmentKind::Garden;
         if garden && !self.rules.has(Expansion::Abbot) {
             return None;
         }
         Some(tile.node_base + segment as u32)
+    }
+}
+
+/// Where the cell at `dx`, `dy` from a tile comes among the cells that completing
+/// monasteries and gardens are looked for on: the tile's own first, then those of
+/// [`Pos::surrounding`], row by row.
+fn surrounding_order(dx: i32, dy: i32) -> usize {
+    let row_major = ((dy + 1) * 3 + dx + 1) as usize;
+    match row_major {
+        4 => 0,
+        0..4 => row_major + 1,
+        _ => row_major,
     }
 }
 
