@@ -267,13 +267,30 @@ impl Grid {
         mut visit: impl FnMut(Pos, u32),
     ) {
         let column_of = |x: i32| (x.clamp(-self.radius, self.radius) + self.radius) as usize;
-        let (first, last) = (column_of(first), column_of(last));
-        let shift = self.column_shift;
-        let words = &self.frontier_rows[first << shift..(last + 1) << shift];
+        let columns = column_of(first)..column_of(last) + 1;
+        // Real games keep to windows of at most 64 rows, one word per column: spelt out
+        // as a constant, that case computes a word's column and rows by counting.
+        match self.column_shift {
+            0 => self.visit_fitting_words(columns, 0, table, &mut visit),
+            shift => self.visit_fitting_words(columns, shift, table, &mut visit),
+        }
+    }
+
+    /// [`Grid::visit_fitting_cells`] for the columns `columns`, whose bitmaps take
+    /// `1 << shift` words each.
+    #[inline(always)]
+    fn visit_fitting_words(
+        &self,
+        columns: std::ops::Range<usize>,
+        shift: u32,
+        table: &FitTable,
+        visit: &mut impl FnMut(Pos, u32),
+    ) {
+        let words = &self.frontier_rows[columns.start << shift..columns.end << shift];
         // One pass over the columns' words, most of them empty: a loop per column cost
         // as much as the cells themselves, two of them per column on average.
         for (index, &word) in words.iter().enumerate() {
-            let column = first + (index >> shift);
+            let column = columns.start + (index >> shift);
             let x = column as i32 - self.radius;
             let column_start = column * self.width as usize;
             let first_row = (index & ((1 << shift) - 1)) * u64::BITS as usize;
