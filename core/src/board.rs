@@ -138,7 +138,7 @@ struct Grid {
 }
 
 impl Grid {
-    /// The largest window: a little over a megabyte for a board. The largest real game
+    /// The largest window: about 1.6 megabytes for a board. The largest real game
     /// has 112 tiles, so its tiles stay within a radius of 128; only a contrived record
     /// ever gets past 256 and into the map.
     const MAX_RADIUS: i32 = 256;
