@@ -1,10 +1,14 @@
 # What loadgen/measure.sh and loadgen/measure-cluster.sh share, sourced by both: the
-# binaries of a release build, the run's duration, and the server flags that lift its
+# binaries of a `dist` build, the run's duration, and the server flags that lift its
 # per-client limits (all of a load run comes from one address; see docs/performance.md,
 # "Lifting the server's limits").
+# The binaries are those of the `dist` profile (Cargo.toml: release with link-time
+# optimisation across crates), the build an operator runs; LOADGEN_PROFILE=release
+# measures the plain release build instead.
 target=${CARGO_TARGET_DIR:-target}
-server=$target/release/carcassonne-server
-loadgen=$target/release/carcassonne-loadgen
+profile=${LOADGEN_PROFILE:-dist}
+server=$target/$profile/carcassonne-server
+loadgen=$target/$profile/carcassonne-loadgen
 duration=${LOADGEN_DURATION:-20s}
 lift="--messages-per-second 1000000 --message-burst 1000000 \
   --requests-per-second 1000000 --request-burst 1000000 \
