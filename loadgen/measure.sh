@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The load generator's table in docs/performance.md ("Load generator"): 1 and 400 games
-# on SQLite and on Postgres with the echo baseline, then 400 games with 1,000 idle sockets
-# on each, and one game with 10,000 idle sockets, 20 s a run (LOADGEN_DURATION to change
+# on SQLite and on Postgres with the echo baseline, 400 games started all at once
+# (`--ramp 0s`) on each, then 400 games with 1,000 idle sockets on each, and one game
+# with 10,000 idle sockets, 20 s a run (LOADGEN_DURATION to change
 # it). Prints one JSON report per line, each with a "name" added.
 # Postgres is reached without TLS (sslmode=disable): it runs on the same host, over
 # loopback, as in docker-compose.yml, where the database's image offers no TLS. Debian's
@@ -35,6 +36,8 @@ measure sqlite_m1 sqlite 1 --baseline
 measure postgres_m1 postgres 1 --baseline
 measure sqlite_m400 sqlite 400 --baseline
 measure postgres_m400 postgres 400 --baseline
+measure sqlite_m400_ramp0 sqlite 400 --ramp 0s
+measure postgres_m400_ramp0 postgres 400 --ramp 0s
 measure sqlite_m400_idle sqlite 400 --idle 1000
 measure postgres_m400_idle postgres 400 --idle 1000
 measure sqlite_m1_idle10000 sqlite 1 --idle 10000

@@ -20,6 +20,8 @@ pub struct Target {
     pub seed: u64,
     pub ack_log: Option<AckLog>,
     pub watch: ServerWatch,
+    /// How long each slot waits after the one before it to start its first game.
+    pub ramp_step: Duration,
 }
 
 /// How long a slot waits after a failed setup before trying again, so that a refusing
@@ -36,6 +38,11 @@ struct OpenTable {
 pub async fn run_slot(target: Target, slot: u64, window: Window) -> Stats {
     let mut stats = Stats::default();
     let deadline = tokio::time::Instant::from_std(window.end);
+    let start = tokio::time::Instant::now() + target.ramp_step * slot as u32;
+    tokio::select! {
+        () = tokio::time::sleep_until(start.min(deadline)) => {}
+        () = target.watch.lost() => return stats,
+    }
     for game in 0u64.. {
         let setup = tokio::select! {
             setup = tokio::time::timeout_at(deadline, open_table(&target, slot, game)) => setup,

@@ -80,6 +80,13 @@ struct RunArgs {
     /// set-up of the first games, which the report gives ("all games started after").
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     warmup: Duration,
+    /// The slots start their first games one after another, evenly over this long
+    /// (default: three quarters of the warm-up, which leaves the rest for the last
+    /// set-ups), so that games end at different moments, as on a server whose players
+    /// come and go. 0s starts them all at once; since every game lasts about as long,
+    /// they then end together, wave after wave. At most the warm-up.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    ramp: Option<Duration>,
     /// Idle spectator sockets held open through the run.
     #[arg(long, default_value_t = 0)]
     idle: usize,
@@ -108,6 +115,7 @@ impl RunArgs {
             games: self.games,
             duration: self.duration,
             warmup: self.warmup,
+            ramp: self.ramp,
             idle: self.idle,
             baseline: self.baseline,
             seed: self.seed,

@@ -11,6 +11,8 @@ pub struct Report {
     pub idle_sockets: usize,
     pub duration_seconds: f64,
     pub warmup_seconds: f64,
+    /// Over how long the slots started their first games (`--ramp`).
+    pub ramp_seconds: f64,
     /// The measured window: the duration less the warm-up, cut short when the server
     /// was lost.
     pub window_seconds: f64,
@@ -115,6 +117,10 @@ impl Report {
             ("server", self.server.clone()),
             ("games at once / idle sockets", games),
             ("duration / measured window", times),
+            (
+                "first games started over (ramp)",
+                format!("{:.1} s", self.ramp_seconds),
+            ),
             ("all games started after", setup),
             ("moves acked (window)", self.moves_acked.to_string()),
             ("moves/s", format!("{:.0}", self.moves_per_second)),

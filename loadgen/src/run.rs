@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub games: usize,
     pub duration: Duration,
     pub warmup: Duration,
+    /// Over how long the slots start their first games; `None` for the warm-up.
+    pub ramp: Option<Duration>,
     pub idle: usize,
     pub baseline: bool,
     pub seed: u64,
@@ -37,6 +39,16 @@ impl RunOptions {
     /// The warm-up, at most a quarter of the run so that a short run still measures.
     fn warmup(&self) -> Duration {
         self.warmup.min(self.duration / 4)
+    }
+
+    /// How long each slot starts after the one before it: the ramp over the slots. The
+    /// ramp is at most the warm-up, so that every slot plays through the measured window.
+    fn ramp_step(&self) -> Duration {
+        let ramp = self
+            .ramp
+            .unwrap_or(self.warmup() * 3 / 4)
+            .min(self.warmup());
+        ramp / self.games.max(1) as u32
     }
 }
 
@@ -92,6 +104,7 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
         seed: options.seed,
         ack_log,
         watch: watch.clone(),
+        ramp_step: options.ramp_step(),
     };
     let mut played = play_slots(options.games, target, planned, pid).await;
     if let Some(idle) = idle {
@@ -199,6 +212,7 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         idle_sockets: options.idle,
         duration_seconds: options.duration.as_secs_f64(),
         warmup_seconds: options.warmup().as_secs_f64(),
+        ramp_seconds: (options.ramp_step() * options.games as u32).as_secs_f64(),
         window_seconds: window.seconds(),
         setup_seconds: stats
             .all_started_at
