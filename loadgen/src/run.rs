@@ -41,14 +41,22 @@ impl RunOptions {
         self.warmup.min(self.duration / 4)
     }
 
-    /// How long each slot starts after the one before it: the ramp over the slots. The
-    /// ramp is at most the warm-up, so that every slot plays through the measured window.
+    /// Over how long the slots start their first games: at most the warm-up, so that
+    /// every slot plays through the measured window, and nothing for a single slot.
+    fn ramp(&self) -> Duration {
+        match self.games {
+            0 | 1 => Duration::ZERO,
+            _ => self
+                .ramp
+                .unwrap_or(self.warmup() * 3 / 4)
+                .min(self.warmup()),
+        }
+    }
+
+    /// How long each slot starts after the one before it: the first slot at once, the
+    /// last at the end of the ramp.
     fn ramp_step(&self) -> Duration {
-        let ramp = self
-            .ramp
-            .unwrap_or(self.warmup() * 3 / 4)
-            .min(self.warmup());
-        ramp / self.games.max(1) as u32
+        self.ramp() / self.games.saturating_sub(1).max(1) as u32
     }
 }
 
@@ -212,7 +220,7 @@ fn build_report(options: &RunOptions, server: &str, window: Window, stats: &Stat
         idle_sockets: options.idle,
         duration_seconds: options.duration.as_secs_f64(),
         warmup_seconds: options.warmup().as_secs_f64(),
-        ramp_seconds: (options.ramp_step() * options.games as u32).as_secs_f64(),
+        ramp_seconds: options.ramp().as_secs_f64(),
         window_seconds: window.seconds(),
         setup_seconds: stats
             .all_started_at
