@@ -1,9 +1,8 @@
 # What loadgen/measure.sh and loadgen/measure-cluster.sh share, sourced by both: the
-# binaries of a `dist` build, the run's duration, and the server flags that lift its
-# per-client limits (all of a load run comes from one address; see docs/performance.md,
-# "Lifting the server's limits").
-# The binaries are those of the `dist` profile (Cargo.toml: release with link-time
-# optimisation across crates), the build an operator runs; LOADGEN_PROFILE=release
+# binaries, the run's duration, and the server flags that lift its per-client limits (all
+# of a load run comes from one address; see docs/performance.md, "Lifting the server's
+# limits"). The binaries are those of the `dist` profile (Cargo.toml: release with
+# link-time optimisation across crates), the build an operator runs; LOADGEN_PROFILE=release
 # measures the plain release build instead.
 target=${CARGO_TARGET_DIR:-target}
 profile=${LOADGEN_PROFILE:-dist}

@@ -2,8 +2,8 @@
 # The load generator's table in docs/performance.md ("Load generator"): 1 and 400 games
 # on SQLite and on Postgres with the echo baseline, 400 games started all at once
 # (`--ramp 0s`) on each, then 400 games with 1,000 idle sockets on each, and one game
-# with 10,000 idle sockets, 20 s a run (LOADGEN_DURATION to change
-# it). Prints one JSON report per line, each with a "name" added.
+# with 10,000 idle sockets, 20 s a run (LOADGEN_DURATION to change it). Prints one JSON
+# report per line, each with a "name" added.
 # Postgres is reached without TLS (sslmode=disable): it runs on the same host, over
 # loopback, as in docker-compose.yml, where the database's image offers no TLS. Debian's
 # Postgres offers it, and sqlx then takes it, which cost the server about 8 µs a move.

@@ -26,7 +26,8 @@ pub struct RunOptions {
     pub games: usize,
     pub duration: Duration,
     pub warmup: Duration,
-    /// Over how long the slots start their first games; `None` for the warm-up.
+    /// Over how long the slots start their first games; `None` for three quarters of
+    /// the warm-up.
     pub ramp: Option<Duration>,
     pub idle: usize,
     pub baseline: bool,
