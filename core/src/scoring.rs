@@ -182,15 +182,8 @@ impl Game {
         }
         // The weights live on the stack for the usual player counts: a vector allocated
         // per scored feature was a noticeable part of a replay.
-        let players = self.scores.len();
-        let mut on_stack = [0u32; 8];
-        let mut on_heap = Vec::new();
-        let weight: &mut [u32] = if players <= on_stack.len() {
-            &mut on_stack[..players]
-        } else {
-            on_heap.resize(players, 0);
-            &mut on_heap
-        };
+        let (mut on_stack, mut on_heap) = ([0u32; 8], Vec::new());
+        let weight = zeroed_scratch(&mut on_stack, &mut on_heap, self.scores.len());
         for figure in figures {
             weight[figure.player as usize] += figure.figure.weight();
         }
@@ -221,14 +214,8 @@ impl Game {
         // dropping repeats did the same at twice the cost, most of scoring a farm.
         let placed = self.board.placed();
         let words = placed.len().div_ceil(u64::BITS as usize);
-        let mut on_stack = [0u64; 4];
-        let mut on_heap = Vec::new();
-        let marks: &mut [u64] = if words <= on_stack.len() {
-            &mut on_stack[..words]
-        } else {
-            on_heap.resize(words, 0);
-            &mut on_heap
-        };
+        let (mut on_stack, mut on_heap) = ([0u64; 4], Vec::new());
+        let marks = zeroed_scratch(&mut on_stack, &mut on_heap, words);
         for node in self.features.members(root) {
             let tile = self.features.node(node).tile as usize;
             marks[tile / u64::BITS as usize] |= 1 << (tile % u64::BITS as usize);
@@ -320,5 +307,21 @@ fn city_value(cathedral: bool, completed: bool) -> u32 {
         (true, false) => 0,
         (false, true) => 2,
         (false, false) => 1,
+    }
+}
+
+/// `len` zeroed values: the front of `on_stack` when it is long enough, else `on_heap`
+/// grown to `len`. Scoring needs such scratch space per feature, and an allocation per
+/// scored feature was a noticeable part of a replay.
+fn zeroed_scratch<'a, T: Copy + Default, const N: usize>(
+    on_stack: &'a mut [T; N],
+    on_heap: &'a mut Vec<T>,
+    len: usize,
+) -> &'a mut [T] {
+    if len <= N {
+        &mut on_stack[..len]
+    } else {
+        on_heap.resize(len, T::default());
+        on_heap
     }
 }
