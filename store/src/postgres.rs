@@ -21,8 +21,9 @@ pub(crate) type Db = sqlx::Postgres;
 /// writes.
 pub(crate) const BEGIN_WRITE: &str = "BEGIN";
 
-/// Postgres's writers lock only the rows they change, and need not take turns.
-pub(crate) const WRITERS_TAKE_TURNS: bool = false;
+/// Postgres's writers lock only the rows they change, and need not take turns: each
+/// write is a transaction of its own, and the moves' batches run on their own connection.
+pub(crate) const WRITES_COMMIT_TOGETHER: bool = false;
 
 /// Reads that take several statements (a page and its seats) see one snapshot.
 pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
@@ -190,7 +191,7 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
     migrate(&base, options.acquire_timeout).await?;
     let (pool_options, connect_options) = session_options(options, base)?;
     let pool = pool_options.connect_with(connect_options).await?;
-    Ok(queries::SqlStore::new(pool))
+    queries::SqlStore::new(pool)
 }
 
 /// The connections of the group-commit writer's pool.
@@ -207,7 +208,7 @@ pub(crate) fn connect_writer(options: &StoreOptions) -> Result<queries::SqlStore
     let pool = pool_options
         .max_connections(WRITER_CONNECTIONS)
         .connect_lazy_with(connect_options);
-    Ok(queries::SqlStore::new(pool))
+    queries::SqlStore::new(pool)
 }
 
 /// What every session of the server's pools is opened with: the statement and idle

@@ -2,8 +2,8 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `WRITERS_TAKE_TURNS`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line`,
-//! `LOBBY_STATE` and `INSERT_LOBBY`. So every query exists twice with concrete types, with
+//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line`,
+//! `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So every query exists twice with concrete types, with
 //! no generic bounds over sqlx's traits, and both copies run the same SQL text: `$n`
 //! placeholders, which SQLite accepts too, and only SQL that both dialects read the same
 //! way. The column types differ (see `migrations/`), the values bound and read do not.
@@ -39,6 +39,7 @@ macro_rules! move_columns {
     };
 }
 
+mod commit_groups;
 mod lobbies;
 mod matches;
 mod moves;
@@ -52,15 +53,15 @@ use std::time::Duration;
 
 use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
 use sqlx::{Connection, Database, Pool, Row, Transaction};
-use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
 use super::{
     BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE, OUTSIDE_TRANSACTION,
-    WRITERS_TAKE_TURNS, plan_line,
+    WRITES_COMMIT_TOGETHER, plan_line,
 };
 use crate::convert::status_to_column;
 use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};
+use commit_groups::{CommitGroups, GroupWrite, WriterKind};
 
 /// A row as this backend's driver returns it.
 type DbRow = <Db as Database>::Row;
@@ -110,16 +111,21 @@ fn check_on_release(
     })
 }
 
-/// An open transaction on this backend, and, for a write on a backend that takes
-/// writers one at a time (`WRITERS_TAKE_TURNS`), the turn it holds until it ends.
-struct Tx {
-    transaction: Transaction<'static, Db>,
-    _turn: Option<WriteTurn>,
+/// An open transaction on this backend: a transaction of its own, or, on a backend whose
+/// writes commit together (`WRITES_COMMIT_TOGETHER`), a write in the shared one.
+enum Tx {
+    Alone(Transaction<'static, Db>),
+    InGroup(GroupWrite),
 }
 
 impl Tx {
-    async fn commit(self) -> Result<(), sqlx::Error> {
-        self.transaction.commit().await
+    /// Commits; a write in the shared transaction returns once the commit that holds it
+    /// has succeeded.
+    async fn commit(self) -> Result<(), StoreError> {
+        match self {
+            Tx::Alone(transaction) => Ok(transaction.commit().await?),
+            Tx::InGroup(write) => write.commit().await,
+        }
     }
 }
 
@@ -127,13 +133,19 @@ impl std::ops::Deref for Tx {
     type Target = DbConnection;
 
     fn deref(&self) -> &DbConnection {
-        &self.transaction
+        match self {
+            Tx::Alone(transaction) => transaction,
+            Tx::InGroup(write) => write,
+        }
     }
 }
 
 impl std::ops::DerefMut for Tx {
     fn deref_mut(&mut self) -> &mut DbConnection {
-        &mut self.transaction
+        match self {
+            Tx::Alone(transaction) => transaction,
+            Tx::InGroup(write) => write,
+        }
     }
 }
 
@@ -142,19 +154,25 @@ impl std::ops::DerefMut for Tx {
 pub(crate) struct SqlStore {
     pool: Pool<Db>,
     /// The group-commit writer's connection, taken from the pool and detached from it
-    /// (see `write_batch`); empty until the first batch, and after a failed one.
+    /// (see `write_batch`); empty until the first batch, and after a failed one. Unused
+    /// where writes commit together, since batches are then written like other writes.
     batch_connection: Arc<tokio::sync::Mutex<Option<DbConnection>>>,
-    /// Whose turn it is to write, on a backend whose writers take turns.
-    turns: Arc<WriteTurns>,
+    /// Where writes commit together (`WRITES_COMMIT_TOGETHER`), the one connection they
+    /// all take turns on.
+    commit_groups: Option<Arc<CommitGroups>>,
 }
 
 impl SqlStore {
-    pub(crate) fn new(pool: Pool<Db>) -> SqlStore {
-        SqlStore {
+    pub(crate) fn new(pool: Pool<Db>) -> Result<SqlStore, StoreError> {
+        let commit_groups = match WRITES_COMMIT_TOGETHER {
+            true => Some(Arc::new(CommitGroups::start(pool.clone())?)),
+            false => None,
+        };
+        Ok(SqlStore {
             pool,
             batch_connection: Arc::default(),
-            turns: Arc::default(),
-        }
+            commit_groups,
+        })
     }
 
     /// The pool, for the few statements a backend writes in its own dialect.
@@ -171,11 +189,15 @@ impl SqlStore {
         Ok(())
     }
 
-    /// Closes the pool, and the batch connection once no batch is using it.
+    /// Closes the pool, and the writers' connection once no write is using it (after
+    /// committing what waits for a commit there).
     pub(crate) async fn close(&self) {
         self.pool.close().await;
         if let Some(connection) = self.batch_connection.lock().await.take() {
             let _ = connection.close().await;
+        }
+        if let Some(groups) = &self.commit_groups {
+            groups.close().await;
         }
     }
 
@@ -224,93 +246,22 @@ impl SqlStore {
     }
 
     async fn begin_write(&self) -> Result<Tx, StoreError> {
-        let turn = self.take_write_turn().await;
-        Ok(Tx {
-            transaction: self.pool.begin_with(BEGIN_WRITE).await?,
-            _turn: turn,
+        self.begin_write_as(WriterKind::Other).await
+    }
+
+    /// Begins a write: a transaction of its own, or, where writes commit together, a
+    /// write in the shared transaction, once it is this writer's turn (see
+    /// `commit_groups`).
+    async fn begin_write_as(&self, kind: WriterKind) -> Result<Tx, StoreError> {
+        Ok(match &self.commit_groups {
+            Some(groups) => Tx::InGroup(groups.begin(kind).await?),
+            None => Tx::Alone(self.pool.begin_with(BEGIN_WRITE).await?),
         })
     }
 
     async fn begin_snapshot(&self) -> Result<Tx, StoreError> {
-        Ok(Tx {
-            transaction: self.pool.begin_with(BEGIN_SNAPSHOT).await?,
-            _turn: None,
-        })
+        Ok(Tx::Alone(self.pool.begin_with(BEGIN_SNAPSHOT).await?))
     }
-
-    /// Waits for this store's turn to write, on a backend whose writers take turns, and
-    /// holds it until the guard is dropped. The turns go in the order asked for, except
-    /// for the move writer's batches (`take_batch_turn`).
-    ///
-    /// SQLite lets one connection write at a time, and a connection that finds the
-    /// database locked sleeps in its busy handler (1, 2, 5, ... up to 100 ms) and tries
-    /// again, with no queue: under load a write could lose that race again and again.
-    /// With 400 games, the server's SQLite connections slept about 20 s in 6 s of
-    /// running (`strace`), and the slowest moves took 1 to 2.8 s to be acknowledged.
-    /// Taking turns here first, the busy handler only waits for other processes.
-    async fn take_write_turn(&self) -> Option<WriteTurn> {
-        if !WRITERS_TAKE_TURNS {
-            return None;
-        }
-        let place = self.turns.others.clone().acquire_owned().await;
-        let place = place.expect("the others' places are never closed");
-        let turn = self.turns.current.clone().lock_owned().await;
-        Some(WriteTurn {
-            _turn: turn,
-            _place_among_others: Some(place),
-        })
-    }
-
-    /// The move writer's turn to write a batch. The other writers queue among
-    /// themselves first, and only the first eight of them wait for the turn itself, so a
-    /// batch never waits for more than the write in progress and eight others. A batch
-    /// carries the moves of many games, and a wave of games ending together (400 games
-    /// started together end together) would otherwise queue hundreds of last writes,
-    /// each a transaction and an fsync, ahead of it. The others still get eight turns
-    /// for each batch at worst, so they cannot starve while batches keep coming; with
-    /// one turn each, they could not keep up (a game's last move then took up to 4.6 s).
-    async fn take_batch_turn(&self) -> Option<WriteTurn> {
-        if !WRITERS_TAKE_TURNS {
-            return None;
-        }
-        Some(WriteTurn {
-            _turn: self.turns.current.clone().lock_owned().await,
-            _place_among_others: None,
-        })
-    }
-}
-
-/// The turns of a store whose writers take turns (see `SqlStore::take_write_turn`).
-#[derive(Debug)]
-struct WriteTurns {
-    /// Held by the writer whose turn it is.
-    current: Arc<tokio::sync::Mutex<()>>,
-    /// Held by the first writers other than the move writer's batches, from before they
-    /// wait for their turn until their write ends.
-    others: Arc<tokio::sync::Semaphore>,
-}
-
-impl Default for WriteTurns {
-    fn default() -> WriteTurns {
-        WriteTurns {
-            current: Arc::default(),
-            others: Arc::new(tokio::sync::Semaphore::new(OTHERS_AHEAD_OF_A_BATCH)),
-        }
-    }
-}
-
-/// How many writers other than the batches may queue for the turn at once. At 400
-/// SQLite games, alternated runs gave an ack p99 of 84-143 ms with 8, against 241-276 ms
-/// with every writer in one queue; with 1, the p99 was 46-52 ms but the others fell
-/// behind, and the rate with them.
-const OTHERS_AHEAD_OF_A_BATCH: usize = 8;
-
-/// A writer's turn, held until its write ends.
-struct WriteTurn {
-    _turn: OwnedMutexGuard<()>,
-    /// Dropped after the turn, so the next other writer queues for the turn only once
-    /// this one has given it back.
-    _place_among_others: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// Succeeds when a guarded lobby update changed its row. Every update that sets a lobby's

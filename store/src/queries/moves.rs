@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::lobbies::{lobby_from_row, rewrite_seat, seat_from_row};
 use super::matches::insert_matches;
-use super::{DbRow, SqlStore, Tx, ensure_lobby_updated, group_rows};
+use super::{DbRow, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
 use crate::{FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError};
 
@@ -92,6 +92,21 @@ impl SqlStore {
         answers
     }
 
+    /// Writes a batch: where writes commit together, as one write in the shared
+    /// transaction (see `commit_groups`), ahead of all but a few other writers; else on
+    /// the writer's own connection (`write_batch_alone`).
+    async fn write_batch(&self, moves: &[(Uuid, &MoveRow)]) -> Result<Vec<bool>, StoreError> {
+        if self.commit_groups.is_none() {
+            return self.write_batch_alone(moves).await;
+        }
+        let mut tx = self.begin_write_as(WriterKind::Batch).await?;
+        let written = super::super::write_moves_together(&mut tx, moves)
+            .await
+            .map_err(|failure| failure.error)?;
+        tx.commit().await?;
+        Ok(written)
+    }
+
     /// Writes a batch on the writer's own connection: `BEGIN`, its statements and
     /// `COMMIT`, and nothing more. Through the pool, a batch cost three more round trips
     /// (a ping when the connection is taken, and a check that it left no transaction open
@@ -103,8 +118,7 @@ impl SqlStore {
     /// so a connection in an unknown state never serves another batch. A connection
     /// found dead before anything was committed is replaced at once, and the batch
     /// written on the new one (see `BatchFailure`).
-    async fn write_batch(&self, moves: &[(Uuid, &MoveRow)]) -> Result<Vec<bool>, StoreError> {
-        let _turn = self.take_batch_turn().await;
+    async fn write_batch_alone(&self, moves: &[(Uuid, &MoveRow)]) -> Result<Vec<bool>, StoreError> {
         let mut held = self.batch_connection.lock().await;
         if self.pool.is_closed() {
             held.take();

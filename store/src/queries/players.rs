@@ -8,9 +8,7 @@ use crate::{PlayerRow, StoreError};
 
 impl SqlStore {
     pub(crate) async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
-        // One statement, a transaction of its own, and a write like any other: it waits
-        // for its turn (see `take_write_turn`).
-        let _turn = self.take_write_turn().await;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO players (id, display_name, secret_hash, created_at) \
              VALUES ($1, $2, $3, $4)",
@@ -19,8 +17,9 @@ impl SqlStore {
         .bind(&player.display_name)
         .bind(&player.secret_hash)
         .bind(player.created_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 

@@ -89,6 +89,45 @@ backend_tests! {
         assert_eq!(seats.len(), 1);
     }
 
+    async fn concurrent_writes_land_or_fail_each_alone(context: Context) {
+        // Writes made at once (on SQLite, in one shared transaction that commits them
+        // together) each land or fail alone: a write that fails after its first statement
+        // (the lobby is written, then its creator's seat names an identity that does not
+        // exist) leaves nothing behind, and takes nothing of the others with it. Every
+        // write that succeeded is committed when it returns: a second store, with
+        // connections of its own, reads it at once.
+        let writes: Vec<_> = (0..48_i64).map(|number| {
+            let store = context.store.clone();
+            tokio::spawn(async move {
+                let lobby = open_lobby(&format!("lobby {number}"), EPOCH + number);
+                let creator = match number % 3 {
+                    0 => seat(0, "Gus", Some(Uuid::new_v4())),
+                    _ => seat(0, "Ada", None),
+                };
+                (lobby.id, number % 3 != 0, store.create_lobby(&lobby, &creator).await)
+            })
+        }).collect();
+
+        let other_store = context.reopen().await;
+        for write in writes {
+            let (lobby, valid, written) = write.await.unwrap();
+            let read = other_store.lobby(lobby).await.unwrap();
+            match valid {
+                true => {
+                    assert!(written.is_ok(), "{written:?}");
+                    assert_eq!(read.unwrap().1.len(), 1);
+                }
+                false => {
+                    assert!(matches!(written, Err(StoreError::NotFound)), "{written:?}");
+                    assert_eq!(read, None);
+                }
+            }
+        }
+        assert_eq!(context.count("SELECT COUNT(*) FROM lobbies").await, 32);
+        assert_eq!(context.count("SELECT COUNT(*) FROM seats").await, 32);
+        other_store.close().await;
+    }
+
     async fn starting_renumbers_the_seats(context: Context) {
         let lobby = open_lobby("lobby", EPOCH);
         context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
