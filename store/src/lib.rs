@@ -62,6 +62,7 @@ use group_commit::MoveWriter;
 pub use leases::LeaseHolder;
 pub use options::StoreOptions;
 
+use std::pin::Pin;
 use std::time::Duration;
 
 /// The lowercase hex SHA-256 of `text`'s UTF-8 bytes: how invite codes (and the
@@ -461,6 +462,19 @@ macro_rules! on_backend {
     };
 }
 
+/// Runs a write through [`Store::write`]: `$call` (which awaits the write) runs with
+/// `$db` bound to the backend's `SqlStore`, on whichever thread that backend's writes
+/// run on, so everything it borrows must be moved in (owned) beforehand.
+macro_rules! write_on_backend {
+    ($store:expr, $operation:literal, $db:ident => $call:expr) => {
+        $store
+            .write($operation, move |backend| {
+                Box::pin(async move { each_backend!(&backend, $db => $call) })
+            })
+            .await
+    };
+}
+
 impl BackendStore {
     /// Writes moves of different games together; one answer per move, in order.
     async fn append_moves(&self, moves: &[(Uuid, &MoveRow)]) -> Vec<Result<(), StoreError>> {
@@ -531,6 +545,28 @@ impl Store {
         }
     }
 
+    /// Runs a write, bounded like every call. On SQLite it runs on the move writer's
+    /// thread, beside the batches (see `MoveWriter::on_writer`): every SQLite write holds
+    /// the one write connection from its first statement to its last (see
+    /// `queries/commit_groups.rs`), and on the server's runtime each of its statements'
+    /// replies waited behind every ready connection task, with every other write queued
+    /// behind it. On Postgres, whose writers do not wait for each other, it runs here.
+    async fn write<T, W>(&self, operation: &'static str, write: W) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        W: FnOnce(BackendStore) -> Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send>>
+            + Send
+            + 'static,
+    {
+        let call = async {
+            match &self.backend {
+                BackendStore::Sqlite(_) => self.moves.on_writer(write).await,
+                BackendStore::Postgres(_) => write(self.backend.clone()).await,
+            }
+        };
+        self.bounded(operation, call).await
+    }
+
     /// How many connections are open and idle, and the most there may be.
     pub fn pool_status(&self) -> PoolStatus {
         each_backend!(&self.backend, db => db.pool_status())
@@ -568,7 +604,8 @@ impl Store {
     }
 
     pub async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
-        on_backend!(self, "create_player", db => db.create_player(player))
+        let player = player.clone();
+        write_on_backend!(self, "create_player", db => db.create_player(&player).await)
     }
 
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
@@ -581,7 +618,8 @@ impl Store {
         lobby: &LobbyRow,
         creator: &SeatRow,
     ) -> Result<(), StoreError> {
-        on_backend!(self, "create_lobby", db => db.create_lobby(lobby, creator))
+        let (lobby, creator) = (lobby.clone(), creator.clone());
+        write_on_backend!(self, "create_lobby", db => db.create_lobby(&lobby, &creator).await)
     }
 
     pub async fn lobby(&self, id: Uuid) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
@@ -617,13 +655,14 @@ impl Store {
     /// When another node owns the lobby, this and every other call that sets a `seq`
     /// fails with [`StoreError::NotOwner`] instead, whatever the `seq`.
     pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, "add_seat", db => db.add_seat(lobby, seat, seq))
+        let seat = seat.clone();
+        write_on_backend!(self, "add_seat", db => db.add_seat(lobby, &seat, seq).await)
     }
 
     /// Frees a seat of an open lobby and sets its `seq`. [`StoreError::NotFound`] when
     /// that seat is not taken.
     pub async fn remove_seat(&self, lobby: Uuid, seat: u8, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, "remove_seat", db => db.remove_seat(lobby, seat, seq))
+        write_on_backend!(self, "remove_seat", db => db.remove_seat(lobby, seat, seq).await)
     }
 
     /// Starts the game: replaces the seats by `seats` (renumbered when the order was
@@ -638,21 +677,24 @@ impl Store {
         started_at: Millis,
         seq: u64,
     ) -> Result<(), StoreError> {
-        let start = GameStart {
-            seats,
-            seed,
-            deck_salt,
-            started_at,
-            seq,
-        };
-        on_backend!(self, "start_game", db => db.start_game(lobby, &start))
+        let (seats, deck_salt) = (seats.to_vec(), deck_salt.to_owned());
+        write_on_backend!(self, "start_game", db => {
+            let start = GameStart {
+                seats: &seats,
+                seed,
+                deck_salt: &deck_salt,
+                started_at,
+                seq,
+            };
+            db.start_game(lobby, &start).await
+        })
     }
 
     /// Cancels an open lobby, or aborts a game in play, and sets its `seq`: either way
     /// the status becomes `Cancelled`, and an aborted game is not a match. A lobby that is
     /// already finished or cancelled is a [`StoreError::Conflict`].
     pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
-        on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq))
+        write_on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq).await)
     }
 
     /// Rewrites a taken seat's `token_hash`, `control`, `control_seq` and `bot` (a
@@ -667,7 +709,8 @@ impl Store {
         seat: &SeatRow,
         seq: u64,
     ) -> Result<(), StoreError> {
-        on_backend!(self, "update_seat", db => db.update_seat(lobby, seat, seq))
+        let seat = seat.clone();
+        write_on_backend!(self, "update_seat", db => db.update_seat(lobby, &seat, seq).await)
     }
 
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
