@@ -149,6 +149,15 @@ fn moves_as_json(moves: &[(uuid::Uuid, &MoveRow)]) -> Result<String, StoreError>
     serde_json::to_string(&batch).map_err(corrupt)
 }
 
+/// How many pages the write-ahead log grows by before a commit copies them back into the
+/// database file (SQLite's default is 1,000, 4 MiB). A checkpoint copies each page once,
+/// however many commits rewrote it since the last, and the pages a game's moves change
+/// (its rows' index leaves, its lobby's row) are rewritten by nearly every batch: with
+/// 8,000 (32 MiB), 400 SQLite games made 5,340 moves/s against 4,530 with the default,
+/// on the same build. The log file keeps the size it reached (a checkpoint rewinds it),
+/// and after a crash SQLite reads it back when the database is next opened.
+const PAGES_BETWEEN_CHECKPOINTS: &str = "8000";
+
 /// Opens (creating when missing) the database file and brings the schema up to date.
 ///
 /// WAL lets readers go on while a game writes; `synchronous = FULL` makes every commit
@@ -167,6 +176,7 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
         .busy_timeout(options.busy_timeout)
         .foreign_keys(true)
         .pragma("temp_store", "memory")
+        .pragma("wal_autocheckpoint", PAGES_BETWEEN_CHECKPOINTS)
         .optimize_on_close(true, 400);
     let pool = queries::pool_options(options)
         .connect_with(connect_options)
