@@ -2,13 +2,15 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `EXPLAIN`, `plan_line`,
-//! `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So every query exists twice with concrete types, with
-//! no generic bounds over sqlx's traits, and both copies run the same SQL text: `$n`
-//! placeholders, which SQLite accepts too, and only SQL that both dialects read the same
-//! way. The column types differ (see `migrations/`), the values bound and read do not.
+//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `EXPLAIN`,
+//! `plan_line`, `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So every query
+//! exists twice with concrete types, with no generic bounds over sqlx's traits, and both
+//! copies run the same SQL text: `$n` placeholders, which SQLite accepts too, and only SQL
+//! that both dialects read the same way. The column types differ (see `migrations/`), the
+//! values bound and read do not.
 //!
-//! Every write runs in a transaction begun with `BEGIN_WRITE`, and every read that takes
+//! Every write runs in a transaction begun with `BEGIN_WRITE` (on SQLite, in a savepoint
+//! of the transaction all writes share: see `commit_groups`), and every read that takes
 //! more than one statement in a snapshot begun with `BEGIN_SNAPSHOT`, so that a page of
 //! matches and their seats, or a lobby and its seats, are read at one point in time.
 
@@ -154,7 +156,7 @@ impl std::ops::DerefMut for Tx {
 pub(crate) struct SqlStore {
     pool: Pool<Db>,
     /// The group-commit writer's connection, taken from the pool and detached from it
-    /// (see `write_batch`); empty until the first batch, and after a failed one. Unused
+    /// (see `write_batch_alone`); empty until the first batch, and after a failed one. Unused
     /// where writes commit together, since batches are then written like other writes.
     batch_connection: Arc<tokio::sync::Mutex<Option<DbConnection>>>,
     /// Where writes commit together (`WRITES_COMMIT_TOGETHER`), the one connection they
