@@ -123,15 +123,18 @@ impl CommitGroups {
             writer.connection = Some(self.pool.acquire().await?.detach());
         }
         let savepoint = writer.in_transaction;
-        let begin = if savepoint {
-            "SAVEPOINT write"
-        } else {
-            BEGIN_WRITE
+        let (begin, undo) = match savepoint {
+            true => ("SAVEPOINT write", Undo::Savepoint),
+            false => (BEGIN_WRITE, Undo::Transaction),
         };
+        // Should this call be abandoned while its `BEGIN` or `SAVEPOINT` is in flight,
+        // the statement still runs, and the next turn undoes it.
+        writer.to_undo = Some(undo);
         if let Err(error) = writer.execute(begin).await {
             writer.abandon(&error);
             return Err(error.into());
         }
+        writer.to_undo = None;
         writer.in_transaction = true;
         Ok(GroupWrite {
             writer,
