@@ -148,8 +148,7 @@ impl CommitGroups {
     /// Commits what is waiting, closes the connection, and refuses writes from now on.
     pub(super) async fn close(&self) {
         let mut writer = self.writer.lock().await;
-        writer.settle().await;
-        writer.commit().await;
+        writer.settle_and_commit().await;
         writer.closed = true;
         if let Some(connection) = writer.connection.take() {
             let _ = connection.close().await;
@@ -161,25 +160,30 @@ impl CommitGroups {
 /// the writes already queued, which so join the group) and commits.
 async fn commit_when_woken(writer: Arc<Mutex<Writer>>, mut wakes: mpsc::Receiver<()>) {
     while wakes.recv().await.is_some() {
-        let mut writer = writer.lock().await;
-        writer.settle().await;
-        writer.commit().await;
+        writer.lock().await.settle_and_commit().await;
     }
-    let mut writer = writer.lock().await;
-    writer.settle().await;
-    writer.commit().await;
+    writer.lock().await.settle_and_commit().await;
 }
+
+/// Why a write's connection is there: `begin` opens it before it hands out the write,
+/// and only `abandon` takes it, never while a write holds it.
+const HELD_BY_THE_WRITE: &str = "a write holds the connection from its start to its end";
 
 impl Writer {
     fn connection(&mut self) -> &mut DbConnection {
-        self.connection
-            .as_mut()
-            .expect("a write holds the connection from its start to its end")
+        self.connection.as_mut().expect(HELD_BY_THE_WRITE)
     }
 
     async fn execute(&mut self, statements: &'static str) -> Result<(), sqlx::Error> {
         sqlx::raw_sql(statements).execute(self.connection()).await?;
         Ok(())
+    }
+
+    /// What the committer does in its turn: undoes what the last write left unfinished,
+    /// then commits what the others wrote.
+    async fn settle_and_commit(&mut self) {
+        self.settle().await;
+        self.commit().await;
     }
 
     /// Undoes what the last write left unfinished.
@@ -261,10 +265,7 @@ impl std::ops::Deref for GroupWrite {
     type Target = DbConnection;
 
     fn deref(&self) -> &DbConnection {
-        self.writer
-            .connection
-            .as_ref()
-            .expect("a write holds the connection from its start to its end")
+        self.writer.connection.as_ref().expect(HELD_BY_THE_WRITE)
     }
 }
 
