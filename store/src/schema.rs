@@ -58,6 +58,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0004_game_leases.sql"),
         sqlite: include_str!("../../migrations/sqlite/0004_game_leases.sql"),
     },
+    EmbeddedMigration {
+        version: 5,
+        description: "moves keyed by game",
+        postgres: include_str!("../../migrations/postgres/0005_moves_keyed_by_game.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0005_moves_keyed_by_game.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

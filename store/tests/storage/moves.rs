@@ -1,11 +1,12 @@
 //! Move logs, the end of a game, and restoring live games after a restart.
 
 use carcassonne_core::Expansion;
-use carcassonne_store::{FinalChange, LobbyStatus, MatchFilter, Store, StoreError};
+use carcassonne_store::{FinalChange, LobbyStatus, MatchFilter, MoveOrigin, Store, StoreError};
 use uuid::Uuid;
 
 use crate::common::{
-    Context, DECK_SALT, EPOCH, finished_match, move_row, open_lobby, player, playing_game, seat,
+    Context, DECK_SALT, EPOCH, TestDatabase, execute_raw, finished_match, migrate_to_version,
+    move_row, open_lobby, player, playing_game, seat, uuid_literal,
 };
 
 /// The `seq` and move count of a game, as the store holds them.
@@ -246,5 +247,54 @@ backend_tests! {
         context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
         let games = context.store.live_games().await.unwrap();
         assert_eq!(games[0].lobby.rules, lobby.rules);
+    }
+}
+
+/// A game in play as version 4 of the schema holds it: two seats and three moves, inserted
+/// out of `seq` order.
+const VERSION_4_GAME: &str = "\
+    INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, status, seed, \
+    deck_salt, seq, created_at, started_at) VALUES \
+    (GAME_ID, 'in play', TRUE, NULL, 2, '{}', 'playing', 42, 'salt', 6, 0, 10); \
+    INSERT INTO seats (lobby_id, seat, display_name, player_id, token_hash, creator, joined_at) \
+    VALUES (GAME_ID, 0, 'Ada', NULL, 'token-a', TRUE, 1), \
+    (GAME_ID, 1, 'Bo', NULL, 'token-b', FALSE, 2); \
+    INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at, origin) VALUES \
+    (GAME_ID, 6, 0, 'c3', 'PASS', 26, 'bot'), \
+    (GAME_ID, 4, 0, 'c1', 'PASS', 24, 'player'), \
+    (GAME_ID, 5, 1, 'c2', 'PASS', 25, 'timeout');";
+
+backend_tests! {
+    async fn migration_5_keeps_every_move_and_still_refuses_a_repeated_command(context: Context) {
+        let database = TestDatabase::create(context.backend).await;
+        migrate_to_version(context.backend, &database.url, 4).await;
+        let game = Uuid::new_v4();
+        let rows = VERSION_4_GAME
+            .replace("GAME_ID", &uuid_literal(context.backend, game))
+            .replace("PASS", &serde_json::to_string(&carcassonne_core::Move::Pass).unwrap());
+        execute_raw(context.backend, &database.url, &rows).await;
+
+        let store = Store::connect(&database.url).await.unwrap();
+        let live = store.live_games().await.unwrap();
+        let kept: Vec<_> = live[0]
+            .moves
+            .iter()
+            .map(|mv| (mv.seq, mv.seat, mv.command_id.as_str(), mv.created_at, mv.origin))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (4, 0, "c1", 24, MoveOrigin::Player),
+                (5, 1, "c2", 25, MoveOrigin::Timeout),
+                (6, 0, "c3", 26, MoveOrigin::Bot)
+            ]
+        );
+        // Seat 0 sent `c1` before the migration; sending it again is still refused.
+        let repeated = store.append_move(game, &move_row(7, 0, "c1")).await.unwrap_err();
+        assert!(matches!(repeated, StoreError::Conflict(_)), "{repeated:?}");
+        store.append_move(game, &move_row(7, 1, "c1")).await.unwrap();
+        assert_eq!(store.move_at(game, 7).await.unwrap(), Some(move_row(7, 1, "c1")));
+        store.close().await;
+        database.remove().await;
     }
 }
