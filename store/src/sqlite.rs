@@ -39,6 +39,14 @@ pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN";
 /// not know of, and a rollback it queued has run by the time the check's query does.
 pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
 
+/// What a batches' connection runs when it is opened: nothing, since SQLite's batches
+/// take their turn on the shared write connection instead (`WRITES_COMMIT_TOGETHER`).
+#[allow(
+    dead_code,
+    reason = "only the Postgres backend writes batches on a connection of their own"
+)]
+pub(crate) const BATCH_SESSION: &str = "";
+
 /// Put before a query to get its plan instead of its rows.
 pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
 

@@ -145,9 +145,13 @@ impl SqlStore {
     }
 
     /// A connection of the pool's, taken out of it for good (the pool may open another
-    /// in its place).
+    /// in its place), set up for batches (`BATCH_SESSION`).
     async fn detached_connection(&self) -> Result<super::DbConnection, StoreError> {
-        Ok(self.pool.acquire().await?.detach())
+        let mut connection = self.pool.acquire().await?.detach();
+        sqlx::raw_sql(super::BATCH_SESSION)
+            .execute(&mut connection)
+            .await?;
+        Ok(connection)
     }
 
     /// As in `append_move`, the lobby is updated first, so that a stale `seq` is reported
