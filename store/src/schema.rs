@@ -64,6 +64,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0005_moves_keyed_by_game.sql"),
         sqlite: include_str!("../../migrations/sqlite/0005_moves_keyed_by_game.sql"),
     },
+    EmbeddedMigration {
+        version: 6,
+        description: "lighter move writes",
+        postgres: include_str!("../../migrations/postgres/0006_lighter_move_writes.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0006_lighter_move_writes.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -100,6 +100,28 @@ backend_tests! {
         assert_eq!(context.count("SELECT COUNT(*) FROM moves").await, 0);
     }
 
+    // The server never deletes a lobby, but an operator may: its moves go with it, by
+    // the moves' foreign key on SQLite and by a trigger on Postgres, which has no key.
+    async fn deleting_a_lobby_deletes_its_moves_and_no_others(context: Context) {
+        let seats = [seat(0, "Ada", None)];
+        let (gone, kept) = (
+            playing_game(&context.store, &seats).await,
+            playing_game(&context.store, &seats).await,
+        );
+        for game in [&gone, &kept] {
+            for turn in 1..=3 {
+                let mv = move_row(game.seq + turn, 0, &format!("c{turn}"));
+                context.store.append_move(game.id, &mv).await.unwrap();
+            }
+        }
+        let id = uuid_literal(context.backend, gone.id);
+        context.execute(&format!("DELETE FROM seats WHERE lobby_id = {id}")).await;
+        context.execute(&format!("DELETE FROM lobbies WHERE id = {id}")).await;
+        assert_eq!(context.count(&format!("SELECT COUNT(*) FROM moves WHERE game_id = {id}")).await, 0);
+        assert_eq!(context.count("SELECT COUNT(*) FROM moves").await, 3);
+        assert_eq!(game_state(&context, kept.id).await, (kept.seq + 3, 3));
+    }
+
     async fn finishing_writes_the_move_the_status_and_the_match(context: Context) {
         let ada = player("Ada");
         context.store.create_player(&ada).await.unwrap();
