@@ -3,11 +3,11 @@
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
 //! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `BATCH_SESSION`,
-//! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So every query
-//! exists twice with concrete types, with no generic bounds over sqlx's traits, and both
-//! copies run the same SQL text: `$n` placeholders, which SQLite accepts too, and only SQL
-//! that both dialects read the same way. The column types differ (see `migrations/`), the
-//! values bound and read do not.
+//! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So
+//! every query exists twice with concrete types, with no generic bounds over sqlx's
+//! traits, and both copies run the same SQL text: `$n` placeholders, which SQLite accepts
+//! too, and only SQL that both dialects read the same way. The column types differ (see
+//! `migrations/`), the values bound and read do not.
 //!
 //! Every write runs in a transaction begun with `BEGIN_WRITE` (on SQLite, in a savepoint
 //! of the transaction all writes share: see `commit_groups`), and every read that takes
