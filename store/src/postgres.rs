@@ -100,7 +100,7 @@ const WRITE_MOVES: &str = "\
     FROM batch WHERE game_id IN (SELECT id FROM advanced) \
     RETURNING game_id";
 
-/// What the batches' connection runs once, when it is opened (see
+/// What the connection that writes the batches runs once, when it is opened (see
 /// `SqlStore::write_batch_alone`). The batch statement's plan is the one Postgres caches
 /// after a few executions, made from the statistics of that moment: on a new database
 /// that is a table of a few lobbies, which a sequential scan reads more cheaply than
@@ -111,7 +111,7 @@ const WRITE_MOVES: &str = "\
 /// so on this one session the planner is told to scan a table whole only when nothing
 /// else can serve: 5 sequential scans instead of 7,223 in a 20 s run, and the batch
 /// backend's CPU per move went from 36.6 to 30.9 µs (a profile of the whole machine).
-pub(crate) const BATCH_SESSION: &str = "SET enable_seqscan = off";
+pub(crate) const WRITER_SESSION: &str = "SET enable_seqscan = off";
 
 /// The most moves one statement carries. sqlx does not set TCP_NODELAY, so a statement
 /// larger than the socket's send buffer (16 KiB by default on Linux) goes out in two

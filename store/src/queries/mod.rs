@@ -2,7 +2,7 @@
 //!
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `BATCH_SESSION`,
+//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `WRITER_SESSION`,
 //! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So
 //! every query exists twice with concrete types, with no generic bounds over sqlx's
 //! traits, and both copies run the same SQL text: `$n` placeholders, which SQLite accepts
@@ -58,8 +58,8 @@ use sqlx::{Connection, Database, Pool, Row, Transaction};
 use uuid::Uuid;
 
 use super::{
-    BATCH_SESSION, BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE,
-    OUTSIDE_TRANSACTION, WRITES_COMMIT_TOGETHER, plan_line,
+    BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE, OUTSIDE_TRANSACTION,
+    WRITER_SESSION, WRITES_COMMIT_TOGETHER, plan_line,
 };
 use crate::convert::status_to_column;
 use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};

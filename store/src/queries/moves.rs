@@ -145,10 +145,10 @@ impl SqlStore {
     }
 
     /// A connection of the pool's, taken out of it for good (the pool may open another
-    /// in its place), set up for batches (`BATCH_SESSION`).
+    /// in its place), set up for batches (`WRITER_SESSION`).
     async fn detached_connection(&self) -> Result<super::DbConnection, StoreError> {
         let mut connection = self.pool.acquire().await?.detach();
-        sqlx::raw_sql(super::BATCH_SESSION)
+        sqlx::raw_sql(super::WRITER_SESSION)
             .execute(&mut connection)
             .await?;
         Ok(connection)
