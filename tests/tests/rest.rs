@@ -551,3 +551,39 @@ async fn the_web_client_is_served_with_its_headers() {
         .expect("GET a missing asset");
     assert_eq!(missing.status(), 404);
 }
+
+/// Join, reclaim and start answer with the lobby as their room committed it, without
+/// reading it back: the answer must be what the database holds, seat for seat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn join_reclaim_and_start_answer_with_the_stored_lobby_on_both_backends() {
+    for database in TestDatabase::both() {
+        let server = TestServer::start(&database.url()).await;
+        let api = Api::new(server.http());
+        let kind = database.kind();
+        let creator = api.create_lobby("ann", 3, json!({})).await;
+        let path = format!("/api/lobbies/{}", creator.lobby);
+        let (_, ada) = api
+            .post("/api/players", json!({ "display_name": "Ada" }))
+            .await;
+        let identity = json!({ "player_id": ada["id"], "player_secret": ada["secret"] });
+        for body in [json!({ "display_name": "bob" }), identity.clone()] {
+            let (status, joined) = api.post(&format!("{path}/join"), body).await;
+            assert_eq!(status, 200, "{kind}: {joined}");
+            assert_eq!(joined["lobby"], api.get(&path).await.1, "{kind}: join");
+        }
+        let (status, reclaimed) = api.post(&format!("{path}/reclaim"), identity).await;
+        assert_eq!(status, 200, "{kind}: {reclaimed}");
+        assert_eq!(
+            reclaimed["lobby"],
+            api.get(&path).await.1,
+            "{kind}: reclaim"
+        );
+        let body = json!({ "randomize_seats": true });
+        let (status, started) = api
+            .post_as(&format!("{path}/start"), &creator.token, body)
+            .await;
+        assert_eq!(status, 200, "{kind}: {started}");
+        assert_eq!(started["status"], "playing", "{kind}");
+        assert_eq!(started, api.get(&path).await.1, "{kind}: start");
+    }
+}

@@ -8,12 +8,12 @@
 use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, printable_text, resolve_identity};
-use crate::api::schemas::{RulesSchema, StatusName, TimeControlSchema};
+use crate::api::schemas::{RulesSchema, TimeControlSchema};
 use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
-use crate::clock::{now_millis, rfc3339};
+use crate::clock::now_millis;
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
-use crate::rooms::view::{SeatView, seat_views};
+pub use crate::rooms::view::{LobbyView, lobby_view};
 use crate::rooms::{RoomHandle, RoomRequest};
 use crate::state::AppState;
 use axum::Json;
@@ -75,26 +75,6 @@ pub struct StartLobby {
     pub randomize_seats: bool,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct LobbyView {
-    pub id: Uuid,
-    pub name: String,
-    #[schema(value_type = StatusName)]
-    pub status: LobbyStatus,
-    pub public: bool,
-    #[schema(value_type = RulesSchema)]
-    pub rules: Rules,
-    #[schema(value_type = TimeControlSchema)]
-    pub clock: TimeControl,
-    pub seat_count: u8,
-    pub seats: Vec<SeatView>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// Where to connect for live updates and play.
-    pub websocket: String,
-}
-
 /// A seat granted to the caller. The token is shown only here.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SeatGranted {
@@ -121,23 +101,6 @@ pub struct LobbyPage {
     pub items: Vec<LobbyView>,
     pub page: u32,
     pub per_page: u32,
-}
-
-pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
-    LobbyView {
-        id: lobby.id,
-        name: lobby.name.clone(),
-        status: lobby.status,
-        public: lobby.public,
-        rules: lobby.rules.clone(),
-        clock: lobby.clock,
-        seat_count: lobby.seat_count,
-        seats: seat_views(seats),
-        created_at: rfc3339(lobby.created_at),
-        started_at: lobby.started_at.map(rfc3339),
-        finished_at: lobby.finished_at.map(rfc3339),
-        websocket: format!("/ws/games/{}", lobby.id),
-    }
 }
 
 fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
@@ -392,9 +355,8 @@ pub async fn join_lobby(
             reply,
         })
         .await?;
-    let lobby = current_view(&state, id).await?;
     Ok(Json(SeatGranted {
-        lobby,
+        lobby: joined.lobby,
         seat: joined.seat,
         seat_token: joined.token.reveal().to_owned(),
         invite_code: None,
@@ -456,13 +418,14 @@ pub async fn start_lobby(
     let token_hash = bearer_token(&headers)?.hash();
     let randomize_seats = start_options(&body)?.randomize_seats;
     let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::Start {
-        token_hash,
-        randomize_seats,
-        reply,
-    })
-    .await?;
-    Ok(Json(current_view(&state, id).await?))
+    let started = room
+        .ask(|reply| RoomRequest::Start {
+            token_hash,
+            randomize_seats,
+            reply,
+        })
+        .await?;
+    Ok(Json(started))
 }
 
 /// The optional body of `start`: empty means the defaults.

@@ -183,9 +183,8 @@ pub async fn reclaim(
     let joined = room
         .ask(|reply| RoomRequest::Reclaim { player_id, reply })
         .await?;
-    let lobby = current_view(&state, id).await?;
     Ok(Json(SeatGranted {
-        lobby,
+        lobby: joined.lobby,
         seat: joined.seat,
         seat_token: joined.token.reveal().to_owned(),
         invite_code: None,

@@ -141,6 +141,7 @@ async fn perform(room: &RoomHandle, request: Request) -> Answer {
             .map(|joined| Answer::Joined {
                 seat: joined.seat,
                 token: joined.token.reveal().to_owned(),
+                lobby: joined.lobby,
             }),
         Request::Leave { token_hash } => room
             .ask(|reply| R::Leave { token_hash, reply })
@@ -156,7 +157,7 @@ async fn perform(room: &RoomHandle, request: Request) -> Answer {
                 reply,
             })
             .await
-            .map(|()| Answer::Done),
+            .map(|lobby| Answer::Lobby { lobby }),
         Request::Cancel { token_hash } => room
             .ask(|reply| R::Cancel { token_hash, reply })
             .await
@@ -196,6 +197,7 @@ async fn perform(room: &RoomHandle, request: Request) -> Answer {
             .map(|joined| Answer::Joined {
                 seat: joined.seat,
                 token: joined.token.reveal().to_owned(),
+                lobby: joined.lobby,
             }),
         other => perform_connection_request(room, other).await,
     };

@@ -9,6 +9,7 @@
 
 use crate::auth::Token;
 use crate::error::AppError;
+use crate::rooms::view::LobbyView;
 use crate::rooms::{Connected, JoinedSeat, Outgoing, Reply, RoomRequest};
 use async_nats::HeaderMap;
 use axum::body::Bytes;
@@ -89,6 +90,11 @@ pub enum Answer {
     Joined {
         seat: u8,
         token: String,
+        lobby: LobbyView,
+    },
+    /// The lobby as it stands after the request (a start).
+    Lobby {
+        lobby: LobbyView,
     },
     Connected {
         seat: Option<u8>,
@@ -351,7 +357,7 @@ pub fn split(
                 token_hash,
                 randomize_seats,
             },
-            Some(Waiter::Done(reply)),
+            Some(Waiter::Lobby(reply)),
         ),
         R::Cancel { token_hash, reply } => {
             (Request::Cancel { token_hash }, Some(Waiter::Done(reply)))
@@ -439,6 +445,7 @@ pub enum Waiter {
     Done(Reply<()>),
     Seat(Reply<u8>),
     Joined(Reply<JoinedSeat>),
+    Lobby(Reply<LobbyView>),
     Connected(Reply<Connected>, broadcast::Receiver<Arc<Outgoing>>),
     CatchUp(Reply<Vec<Arc<Outgoing>>>),
     Seq(Reply<u64>),
@@ -458,10 +465,15 @@ impl Waiter {
                 _ => None,
             }),
             Waiter::Joined(reply) => send(reply, answer, |a| match a {
-                Answer::Joined { seat, token } => Some(JoinedSeat {
+                Answer::Joined { seat, token, lobby } => Some(JoinedSeat {
                     seat,
                     token: Token::from_client(token),
+                    lobby,
                 }),
+                _ => None,
+            }),
+            Waiter::Lobby(reply) => send(reply, answer, |a| match a {
+                Answer::Lobby { lobby } => Some(lobby),
                 _ => None,
             }),
             Waiter::Connected(reply, updates) => send(reply, answer, |a| match a {

@@ -24,6 +24,7 @@ use crate::clock::now_millis;
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine};
+use crate::rooms::view::{self, LobbyView};
 use crate::rooms::{Connected, JoinedSeat, Outgoing, RoomRequest, RoomSettings};
 use carcassonne_core::Move;
 use carcassonne_store::{LiveGame, LobbyRow, Millis, SeatRow, Store, StoreError};
@@ -365,7 +366,16 @@ impl Room {
             _ => return Err(AppError::Internal),
         };
         self.commit(change).await?;
-        Ok(JoinedSeat { seat, token })
+        Ok(JoinedSeat {
+            seat,
+            token,
+            lobby: self.lobby_view(),
+        })
+    }
+
+    /// The lobby as REST shows it, from what the room has committed.
+    fn lobby_view(&self) -> LobbyView {
+        view::lobby_view(self.machine.lobby(), self.machine.seats())
     }
 
     async fn add_bot(
@@ -386,11 +396,16 @@ impl Room {
         Ok(seat)
     }
 
-    async fn start(&mut self, token_hash: &str, randomize_seats: bool) -> Result<(), AppError> {
+    async fn start(
+        &mut self,
+        token_hash: &str,
+        randomize_seats: bool,
+    ) -> Result<LobbyView, AppError> {
         let seats = self.machine.seats().len();
         let draw = crate::rooms::machine::StartDraw::random(seats, randomize_seats);
         self.settle_then(|m, now| m.start(token_hash, draw, now))
-            .await
+            .await?;
+        Ok(self.lobby_view())
     }
 
     async fn reclaim(&mut self, player_id: uuid::Uuid) -> Result<JoinedSeat, AppError> {
@@ -401,7 +416,11 @@ impl Room {
             _ => return Err(AppError::Internal),
         };
         self.commit(change).await?;
-        Ok(JoinedSeat { seat, token })
+        Ok(JoinedSeat {
+            seat,
+            token,
+            lobby: self.lobby_view(),
+        })
     }
 
     async fn connect(

@@ -15,6 +15,7 @@ pub mod wire;
 
 use crate::auth::Token;
 use crate::error::AppError;
+use crate::rooms::view::LobbyView;
 use axum::extract::ws::Utf8Bytes;
 use carcassonne_bots::BotLevel;
 use carcassonne_core::Move;
@@ -39,10 +40,11 @@ pub enum RoomRequest {
         token_hash: String,
         reply: Reply<()>,
     },
+    /// Answered with the started game's lobby, as REST shows it.
     Start {
         token_hash: String,
         randomize_seats: bool,
-        reply: Reply<()>,
+        reply: Reply<LobbyView>,
     },
     Cancel {
         token_hash: String,
@@ -127,10 +129,14 @@ impl Default for RoomSettings {
     }
 }
 
+/// A seat taken (or reclaimed), with the lobby as it stands once the seat is taken: the
+/// room holds exactly what it committed, so the REST answer needs no read of the
+/// database (two round trips and a snapshot transaction on Postgres, every join).
 #[derive(Debug)]
 pub struct JoinedSeat {
     pub seat: u8,
     pub token: Token,
+    pub lobby: LobbyView,
 }
 
 /// A client's subscription: what to send first, then the live broadcast.

@@ -15,7 +15,7 @@ use crate::rooms::wire::LegalMoves;
 use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -42,7 +42,28 @@ pub struct PublicState {
     pub game: Option<GameView>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+/// A lobby or game as REST shows it: its settings and seats, without the game.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LobbyView {
+    pub id: Uuid,
+    pub name: String,
+    #[schema(value_type = StatusName)]
+    pub status: LobbyStatus,
+    pub public: bool,
+    #[schema(value_type = RulesSchema)]
+    pub rules: Rules,
+    #[schema(value_type = TimeControlSchema)]
+    pub clock: TimeControl,
+    pub seat_count: u8,
+    pub seats: Vec<SeatView>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Where to connect for live updates and play.
+    pub websocket: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SeatView {
     pub seat: u8,
     pub name: String,
@@ -172,6 +193,23 @@ pub fn seat_views(seats: &[SeatRow]) -> Vec<SeatView> {
             bot: seat.bot.clone(),
         })
         .collect()
+}
+
+pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
+    LobbyView {
+        id: lobby.id,
+        name: lobby.name.clone(),
+        status: lobby.status,
+        public: lobby.public,
+        rules: lobby.rules.clone(),
+        clock: lobby.clock,
+        seat_count: lobby.seat_count,
+        seats: seat_views(seats),
+        created_at: rfc3339(lobby.created_at),
+        started_at: lobby.started_at.map(rfc3339),
+        finished_at: lobby.finished_at.map(rfc3339),
+        websocket: format!("/ws/games/{}", lobby.id),
+    }
 }
 
 pub fn public_state(
