@@ -65,11 +65,6 @@ fn from_database_error(error: &dyn DatabaseError) -> StoreError {
             None if sqlite_code(error).is_some_and(is_transient_sqlite) => {
                 StoreError::Unavailable(message)
             }
-            // The one trigger of the SQLite schema refuses a seat's repeated command id
-            // (migration 5), as a unique index does on Postgres.
-            None if sqlite_code(error) == Some(SQLITE_CONSTRAINT_TRIGGER) => {
-                StoreError::Conflict(message)
-            }
             None => StoreError::Corrupt(message),
         },
     }
@@ -86,10 +81,6 @@ fn postgres_sqlstate(error: &dyn DatabaseError) -> Option<String> {
     error.try_downcast_ref::<PgDatabaseError>()?;
     error.code().map(|code| code.into_owned())
 }
-
-/// The extended result code SQLite gives a statement that a trigger's `RAISE(ABORT)`
-/// failed.
-const SQLITE_CONSTRAINT_TRIGGER: i32 = 1811;
 
 /// The extended result code of a SQLite error.
 fn sqlite_code(error: &dyn DatabaseError) -> Option<i32> {

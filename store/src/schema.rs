@@ -70,6 +70,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0006_lighter_move_writes.sql"),
         sqlite: include_str!("../../migrations/sqlite/0006_lighter_move_writes.sql"),
     },
+    EmbeddedMigration {
+        version: 7,
+        description: "moves keyed by command",
+        postgres: include_str!("../../migrations/postgres/0007_moves_keyed_by_command.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0007_moves_keyed_by_command.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -287,7 +287,7 @@ const VERSION_4_GAME: &str = "\
     (GAME_ID, 5, 1, 'c2', 'PASS', 25, 'timeout');";
 
 backend_tests! {
-    async fn migration_5_keeps_every_move_and_still_refuses_a_repeated_command(context: Context) {
+    async fn migrations_keep_every_move_and_still_refuse_a_repeated_command(context: Context) {
         let database = TestDatabase::create(context.backend).await;
         migrate_to_version(context.backend, &database.url, 4).await;
         let game = Uuid::new_v4();
