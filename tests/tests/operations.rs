@@ -51,8 +51,6 @@ async fn metrics_count_http_requests_by_route_and_connections_by_role() {
     api.get(&format!("/api/lobbies/{}", table.game)).await;
     let url = server.ws_url(&table.game);
     let _pending = WsClient::connect(&url).await;
-    let (_, metrics) = api.get("/metrics").await;
-    let metrics = metrics.as_str().unwrap();
     let expected = [
         r#"carcassonne_http_requests_total{method="GET",route="/api/lobbies/{id}",status="200"} 1"#,
         r#"carcassonne_http_request_duration_seconds_count{method="GET",route="/api/lobbies/{id}"} 1"#,
@@ -60,8 +58,30 @@ async fn metrics_count_http_requests_by_route_and_connections_by_role() {
         r#"carcassonne_websocket_connections{role="spectator"} 1"#,
         r#"carcassonne_websocket_connections{role="pending"} 1"#,
     ];
-    for line in expected {
-        assert!(metrics.contains(line), "{line} missing from:\n{metrics}");
+    wait_for_metrics(&api, &expected).await;
+}
+
+/// Waits up to 5 s for the metrics to hold every one of `lines`: the server counts a
+/// WebSocket in the task it starts after the handshake's answer, so a client that has
+/// its answer may ask for the metrics before its connection is counted.
+async fn wait_for_metrics(api: &Api, lines: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, metrics) = api.get("/metrics").await;
+        let metrics = metrics.as_str().unwrap().to_owned();
+        let missing: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|line| !metrics.contains(line))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{missing:?} missing from:\n{metrics}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
