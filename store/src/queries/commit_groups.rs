@@ -25,7 +25,7 @@ use std::sync::Arc;
 use sqlx::Connection;
 use tokio::sync::{Mutex, OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use super::{BEGIN_WRITE, Db, DbConnection, WRITER_SESSION};
+use super::{BEGIN_WRITE, Db, DbConnection, detached_writer_connection};
 use crate::StoreError;
 
 /// The writer's connection, shared by every write of a store, and the thread that
@@ -120,11 +120,7 @@ impl CommitGroups {
             return Err(sqlx::Error::PoolClosed.into());
         }
         if writer.connection.is_none() {
-            let mut connection = self.pool.acquire().await?.detach();
-            sqlx::raw_sql(WRITER_SESSION)
-                .execute(&mut connection)
-                .await?;
-            writer.connection = Some(connection);
+            writer.connection = Some(detached_writer_connection(&self.pool).await?);
         }
         let savepoint = writer.in_transaction;
         let (begin, undo) = match savepoint {

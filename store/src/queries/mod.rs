@@ -71,6 +71,17 @@ type DbRow = <Db as Database>::Row;
 /// A connection of this backend.
 type DbConnection = <Db as Database>::Connection;
 
+/// A connection of the pool's, taken out of it for good (the pool may open another in
+/// its place) and set up for writing batches (`WRITER_SESSION`): SQLite's one writer
+/// and Postgres's batch connection both come from here.
+async fn detached_writer_connection(pool: &Pool<Db>) -> Result<DbConnection, StoreError> {
+    let mut connection = pool.acquire().await?.detach();
+    sqlx::raw_sql(WRITER_SESSION)
+        .execute(&mut connection)
+        .await?;
+    Ok(connection)
+}
+
 /// The future an `after_release` hook returns.
 type ReleaseCheck<'c> = Pin<Box<dyn Future<Output = Result<bool, sqlx::Error>> + Send + 'c>>;
 

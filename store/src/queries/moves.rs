@@ -128,7 +128,7 @@ impl SqlStore {
         let was_reused = reused.is_some();
         let mut connection = match reused {
             Some(connection) => connection,
-            None => self.detached_connection().await?,
+            None => super::detached_writer_connection(&self.pool).await?,
         };
         let mut written = super::super::write_moves_together(&mut connection, moves).await;
         if was_reused
@@ -136,22 +136,12 @@ impl SqlStore {
                 .as_ref()
                 .is_err_and(|f| f.session_lost_before_commit)
         {
-            connection = self.detached_connection().await?;
+            connection = super::detached_writer_connection(&self.pool).await?;
             written = super::super::write_moves_together(&mut connection, moves).await;
         }
         let written = written.map_err(|failure| failure.error)?;
         *held = Some(connection);
         Ok(written)
-    }
-
-    /// A connection of the pool's, taken out of it for good (the pool may open another
-    /// in its place), set up for batches (`WRITER_SESSION`).
-    async fn detached_connection(&self) -> Result<super::DbConnection, StoreError> {
-        let mut connection = self.pool.acquire().await?.detach();
-        sqlx::raw_sql(super::WRITER_SESSION)
-            .execute(&mut connection)
-            .await?;
-        Ok(connection)
     }
 
     /// As in `append_move`, the lobby is updated first, so that a stale `seq` is reported
