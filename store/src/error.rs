@@ -1,12 +1,16 @@
 //! Turning driver errors into [`StoreError`]s.
 //!
 //! The server decides what to tell a client from the variant alone: `Unavailable` means
-//! "try again", `Conflict` means the write was already made, `NotFound` that a row is
-//! missing, `NotOwner` that another node owns the game now. So the mapping must put every
-//! transient failure (lost connection, pool timeout, a locked SQLite file, a Postgres
-//! shutdown) under `Unavailable`, and nothing else, and the fencing trigger's own SQLSTATE
-//! under `NotOwner`: a fenced node that took it for an outage would retry and keep a game
-//! it no longer owns.
+//! "try again" (a write may have landed), `Unreachable` "try again, nothing was written",
+//! `Conflict` that the write was already made, `NotFound` that a row is missing,
+//! `NotOwner` that another node owns the game now. So the mapping must put every
+//! transient failure (lost connection, a locked SQLite file, a Postgres shutdown) under
+//! `Unavailable`, and nothing else; under `Unreachable` only what proves that nothing
+//! reached the database (no connection from the pool in time, a closed pool); and the
+//! fencing trigger's own SQLSTATE under `NotOwner`: a fenced node that took it for an
+//! outage would retry and keep a game it no longer owns. Telling `Unreachable` apart is
+//! what lets a room answer at once when the database is away, instead of re-reading a
+//! `seq` it cannot read either.
 
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::migrate::MigrateError;
@@ -19,11 +23,12 @@ impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> StoreError {
         let message = error.to_string();
         match error {
+            // No connection was had: nothing of the call reached the database. (The pool
+            // retries a refused connection until its acquire timeout, then says this.)
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unreachable(message),
             sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
             | sqlx::Error::Protocol(_)
-            | sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed
             | sqlx::Error::BeginFailed => StoreError::Unavailable(message),
             sqlx::Error::Database(database_error) => from_database_error(&*database_error),
@@ -158,15 +163,20 @@ mod tests {
     }
 
     #[test]
-    fn pool_and_io_errors_are_unavailable() {
+    fn io_errors_are_unavailable_and_pool_timeouts_unreachable() {
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
         assert!(matches!(
             StoreError::from(sqlx::Error::Io(refused)),
             StoreError::Unavailable(_)
         ));
+        // A pool that gave no connection proves that nothing was sent.
         assert!(matches!(
             StoreError::from(sqlx::Error::PoolTimedOut),
-            StoreError::Unavailable(_)
+            StoreError::Unreachable(_)
+        ));
+        assert!(matches!(
+            StoreError::from(sqlx::Error::PoolClosed),
+            StoreError::Unreachable(_)
         ));
         assert!(matches!(
             StoreError::from(sqlx::Error::RowNotFound),
@@ -190,11 +200,17 @@ pub(crate) struct BatchFailure {
 }
 
 impl BatchFailure {
-    /// A failure before the batch's `COMMIT` was sent.
+    /// A failure before the batch's `COMMIT` was sent: nothing of the batch was
+    /// committed, so a transient failure is reported as [`StoreError::Unreachable`].
     pub(crate) fn before_commit(error: sqlx::Error) -> BatchFailure {
+        let session_lost_before_commit = is_lost_session(&error);
+        let error = match StoreError::from(error) {
+            StoreError::Unavailable(cause) => StoreError::Unreachable(cause),
+            other => other,
+        };
         BatchFailure {
-            session_lost_before_commit: is_lost_session(&error),
-            error: StoreError::from(error),
+            session_lost_before_commit,
+            error,
         }
     }
 

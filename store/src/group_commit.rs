@@ -171,14 +171,49 @@ async fn write_batches(backend: BackendStore, mut queues: Queues, operation_time
         let batch = next_batch(&mut queues.moves, &mut held_over);
         let moves: Vec<(Uuid, &MoveRow)> = batch.iter().map(|p| (p.game, &p.row)).collect();
         let answers = write_within(&backend, &moves, operation_timeout).await;
+        let unreachable = unreachable_cause(&answers);
         for (pending, answer) in batch.into_iter().zip(answers) {
             // A caller that gave up waiting (its timeout ran out) is told nothing; the
             // room re-reads the stored `seq` to learn what happened.
             let _ = pending.reply.send(answer);
         }
+        if let Some(cause) = unreachable {
+            refuse_waiting_moves(&mut queues.moves, &mut held_over, &cause);
+        }
     }
     // The runtime stops when this returns: solo writes still running finish first.
     solo_writes.join_all().await;
+}
+
+/// The cause, when every move of a batch was refused because the database could not be
+/// reached.
+fn unreachable_cause(answers: &[Result<(), StoreError>]) -> Option<String> {
+    let mut causes = answers.iter().map(|answer| match answer {
+        Err(StoreError::Unreachable(cause)) => Some(cause),
+        _ => None,
+    });
+    let first = causes.next()??;
+    causes.all(|cause| cause.is_some()).then(|| first.clone())
+}
+
+/// Refuses every move that queued while a batch found the database unreachable, at once
+/// and truthfully (none was written). Each batch waits up to the pool's acquire timeout
+/// for a connection; tried one batch after another, the moves queued behind the first
+/// would each wait one timeout more, so that with a few games playing a command got its
+/// `storage_unavailable` only after two or three timeouts. The next move to come tries
+/// the database afresh.
+fn refuse_waiting_moves(
+    queue: &mut mpsc::Receiver<PendingMove>,
+    held_over: &mut Vec<PendingMove>,
+    cause: &str,
+) {
+    let waiting = std::mem::take(held_over)
+        .into_iter()
+        .chain(std::iter::from_fn(|| queue.try_recv().ok()));
+    for pending in waiting {
+        let refused = StoreError::Unreachable(format!("while this move waited: {cause}"));
+        let _ = pending.reply.send(Err(refused));
+    }
 }
 
 /// Runs a solo write, or drops it where it stands after `limit`, as `write_within` does

@@ -137,6 +137,15 @@ impl SqlStore {
         Ok(released.rows_affected())
     }
 
+    pub(crate) async fn live_nodes(&self) -> Result<Vec<String>, StoreError> {
+        let nodes = sqlx::query_scalar(
+            "SELECT node FROM cluster_nodes WHERE alive_until >= now() ORDER BY node",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        Ok(nodes)
+    }
+
     pub(crate) async fn clear_leases(&self) -> Result<u64, StoreError> {
         let cleared = sqlx::query(
             "UPDATE lobbies SET owner_node = NULL \

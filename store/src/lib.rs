@@ -33,7 +33,9 @@
 //! * Every call ends within [`StoreOptions::operation_timeout`], with
 //!   [`StoreError::Unavailable`] if the database has not answered by then. A write that
 //!   fails so, or by a lost connection, may still have been committed: the caller learns
-//!   the truth from [`Store::move_at`] and [`Store::lobby`].
+//!   the truth from [`Store::stored_at`]. A write that never reached the database (no
+//!   connection within [`StoreOptions::acquire_timeout`]) fails with
+//!   [`StoreError::Unreachable`] and was certainly not written.
 //!
 //! # Backends
 //!
@@ -140,9 +142,16 @@ pub enum Backend {
 
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database could not be reached or timed out; the caller may try again.
+    /// The database failed or stopped answering during the call; the caller may try
+    /// again. A write that fails so may still have been committed (its COMMIT was sent
+    /// and its reply lost): [`Store::stored_at`] tells.
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
+    /// The database was not reached in time (no connection could be had within the
+    /// acquire timeout, or the pool is closed), or a write's connection failed before
+    /// its COMMIT was sent: nothing was written, and the caller may try again at once.
+    #[error("the database is unreachable: {0}")]
+    Unreachable(String),
     /// A uniqueness rule was broken: a `seq` or a `(seat, command_id)` already written.
     #[error("conflict: {0}")]
     Conflict(String),
@@ -295,6 +304,20 @@ pub struct MoveRow {
 }
 
 /// An unfinished lobby or game, everything needed to bring it back to life.
+/// What [`Store::stored_at`] reads: enough to settle a write whose outcome was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAt {
+    /// The game's stored `seq`: the update number of its last write.
+    pub seq: u64,
+    /// The node that owns the game (cluster mode); `None` when no node does.
+    pub owner: Option<String>,
+    /// Whether the owner's lease is live by the database's clock (`alive_until >= now()`).
+    /// Always false without an owner.
+    pub owner_alive: bool,
+    /// The seat and command id of the move stored under the asked `seq`, if a move is.
+    pub command_at: Option<(u8, String)>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveGame {
     pub lobby: LobbyRow,
@@ -750,8 +773,16 @@ impl Store {
         self.bounded("finish_game", write).await
     }
 
-    /// The stored move of `game` with this `seq`, if there is one: after a write whose
-    /// outcome is unknown (its reply was lost), this says whether it was made.
+    /// What the database holds of `game` at update `seq`, in one read: the game's stored
+    /// `seq`, who owns it and whether that owner's lease is live on the database's
+    /// clock, and which command the move stored at `seq` (if any) carries. `None` when
+    /// there is no such game. After a write whose outcome is unknown (its reply was
+    /// lost), this is what proves that it landed, and that it was this node's write.
+    pub async fn stored_at(&self, game: Uuid, seq: u64) -> Result<Option<StoredAt>, StoreError> {
+        on_backend!(self, "stored_at", db => db.stored_at(game, seq))
+    }
+
+    /// The stored move of `game` with this `seq`, if there is one.
     pub async fn move_at(&self, game: Uuid, seq: u64) -> Result<Option<MoveRow>, StoreError> {
         on_backend!(self, "move_at", db => db.move_at(game, seq))
     }
@@ -800,6 +831,15 @@ impl Store {
     /// wait for their leases to lapse.
     pub async fn release_leases(&self, node: &str) -> Result<u64, StoreError> {
         on_postgres!(self, "release_leases", db => db.release_leases(node))
+    }
+
+    /// The cluster nodes whose lease is live on the database's clock: a single-node
+    /// server must not start on a database a running cluster uses. Empty on SQLite.
+    pub async fn live_cluster_nodes(&self) -> Result<Vec<String>, StoreError> {
+        match &self.backend {
+            BackendStore::Postgres(db) => self.bounded("live_cluster_nodes", db.live_nodes()).await,
+            BackendStore::Sqlite(_) => Ok(Vec::new()),
+        }
     }
 
     /// Clears every live game's lease, whoever holds it: how a single-node server takes

@@ -46,6 +46,17 @@ pub(crate) const LOBBY_STATE: &str = "\
            AS fenced \
     FROM lobbies WHERE id = $1";
 
+/// What `Store::stored_at` reads: a game's `seq`, its owner and whether the owner's lease
+/// is live on this database's clock, and the command of the move stored under `$2`.
+pub(crate) const STORED_AT: &str = "\
+    SELECT lobbies.seq, lobbies.owner_node, \
+           COALESCE(cluster_nodes.alive_until >= now(), FALSE) AS owner_alive, \
+           moves.seat, moves.command_id \
+    FROM lobbies \
+    LEFT JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
+    LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
+    WHERE lobbies.id = $1";
+
 /// A new lobby belongs to the node that creates it (the session's `carcassonne.node`, set
 /// by a cluster node's store), from its first row: there is no moment in which another
 /// node could take it as a game without an owner. A single node's lobbies have none.

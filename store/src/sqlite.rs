@@ -59,6 +59,15 @@ pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
 pub(crate) const LOBBY_STATE: &str =
     "SELECT status, seq, owner_node, FALSE AS fenced FROM lobbies WHERE id = $1";
 
+/// What `Store::stored_at` reads: a game's `seq` and the command of the move stored under
+/// `$2`. An SQLite store is always the one node of its server: no game has an owner.
+pub(crate) const STORED_AT: &str = "\
+    SELECT lobbies.seq, lobbies.owner_node, FALSE AS owner_alive, \
+           moves.seat, moves.command_id \
+    FROM lobbies \
+    LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
+    WHERE lobbies.id = $1";
+
 /// A new lobby has no owner: an SQLite store is always the one node of its server.
 pub(crate) const INSERT_LOBBY: &str = "\
     INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \

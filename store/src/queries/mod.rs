@@ -3,7 +3,8 @@
 //! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
 //! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
 //! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `WRITER_SESSION`,
-//! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `INSERT_LOBBY` and `write_moves_together`. So
+//! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `STORED_AT`, `INSERT_LOBBY` and
+//! `write_moves_together`. So
 //! every query exists twice with concrete types, with no generic bounds over sqlx's
 //! traits, and both copies run the same SQL text: `$n` placeholders, which SQLite accepts
 //! too, and only SQL that both dialects read the same way. The column types differ (see
@@ -59,7 +60,7 @@ use uuid::Uuid;
 
 use super::{
     BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE, OUTSIDE_TRANSACTION,
-    WRITER_SESSION, WRITES_COMMIT_TOGETHER, plan_line,
+    STORED_AT, WRITER_SESSION, WRITES_COMMIT_TOGETHER, plan_line,
 };
 use crate::convert::status_to_column;
 use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};

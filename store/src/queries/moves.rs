@@ -7,9 +7,11 @@ use uuid::Uuid;
 
 use super::lobbies::{lobby_from_row, rewrite_seat, seat_from_row};
 use super::matches::insert_matches;
-use super::{DbRow, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
+use super::{DbRow, STORED_AT, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
-use crate::{FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError};
+use crate::{
+    FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError, StoredAt,
+};
 
 /// The three reads of live games, all selecting their lobbies by one condition.
 struct LiveQueries {
@@ -186,6 +188,32 @@ impl SqlStore {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    pub(crate) async fn stored_at(
+        &self,
+        game: Uuid,
+        seq: u64,
+    ) -> Result<Option<StoredAt>, StoreError> {
+        let row = sqlx::query(STORED_AT)
+            .bind(game)
+            .bind(fit::<u64, i64>(seq, "seq")?)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let seat: Option<i16> = row.try_get("seat")?;
+        let command_id: Option<String> = row.try_get("command_id")?;
+        Ok(Some(StoredAt {
+            seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
+            owner: row.try_get("owner_node")?,
+            owner_alive: row.try_get("owner_alive")?,
+            command_at: match (seat, command_id) {
+                (Some(seat), Some(id)) => Some((fit(seat, "seat")?, id)),
+                _ => None,
+            },
+        }))
     }
 
     pub(crate) async fn move_at(
