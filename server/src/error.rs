@@ -171,11 +171,16 @@ impl AppError {
     /// Turns a storage failure into what the client may see, logging the cause.
     pub fn from_store(error: StoreError) -> AppError {
         match error {
-            StoreError::Unavailable(cause) => {
+            StoreError::Unavailable(cause) | StoreError::Unreachable(cause) => {
                 tracing::warn!(%cause, "database unavailable");
                 AppError::StorageUnavailable
             }
             StoreError::NotFound => AppError::NotFound("no such record"),
+            // Another node decides the game now: the client tries again and finds it.
+            StoreError::NotOwner(cause) => {
+                tracing::info!(%cause, "refused: another node owns the game");
+                AppError::ShuttingDown
+            }
             other => {
                 tracing::error!(error = %other, "storage error");
                 AppError::Internal

@@ -77,6 +77,9 @@ pub enum Request {
         expected_seq: u64,
         mv: Move,
     },
+    /// The `seq` of the last update the owner published: a stand-in's check that none
+    /// was lost on the way. Answered by the relay itself, without asking the room.
+    PublishedSeq,
 }
 
 /// The owner's answer to a [`Request`].
@@ -181,6 +184,7 @@ impl From<Update> for Outgoing {
             reseated: update.reseated.map(Arc::new),
             snapshot: update.snapshot,
             closing: update.closing,
+            seq_check: false,
         }
     }
 }
@@ -305,6 +309,7 @@ impl Published {
             reseated: reseated.map(Arc::new),
             snapshot: headers.get(header::SNAPSHOT).is_some(),
             closing: headers.get(header::CLOSING).is_some(),
+            seq_check: false,
         })))
     }
 }

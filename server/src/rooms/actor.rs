@@ -1,17 +1,27 @@
 //! The room actor: the thin async shell around a [`RoomMachine`].
 //!
-//! Requests are handled one at a time, so there are no races between players. For each
-//! one the machine decides a [`Change`] (or refuses with a typed error); the shell writes
-//! it to the database, and only then has the machine apply it and broadcasts the update.
-//! A database failure leaves the room exactly as it was and the client is told to try
-//! again.
+//! One task per room owns the machine, so there are no races between players. A request
+//! that changes the room is decided by the machine (a [`Change`], or a typed refusal
+//! that leaves everything as it was); the shell writes the change to the database, and
+//! only then has the machine apply it and broadcasts the update. A failed write leaves
+//! the room exactly as it was and the client is told to try again.
 //!
-//! A write whose outcome is unknown (the connection broke around the COMMIT, or the
-//! database stopped answering) is *reconciled*: the room re-reads the stored `seq`, which
-//! says whether the change landed, and answers the truth. If even that read fails, the
-//! change is kept as unconfirmed and settled before the room writes anything else.
+//! **One write at a time, reads never wait.** At most one database operation is in flight
+//! per room. While it is, requests that change the room wait in order behind it, but
+//! hellos, catch-ups and disconnections are answered at once from what the room has
+//! committed: a spectator never waits for the database, even while it is away.
 //!
-//! Time is handled here too, as ordinary requests: the shell's `select!` sleeps until the
+//! **Nothing unproved is told.** A write whose outcome is unknown (the connection broke
+//! around the COMMIT, or the database stopped answering) is settled by reading back what
+//! is stored at its `seq` (see [`writes`]): it is applied only if the stored move is this
+//! very command and the game is still this node's. If that cannot be told yet, the change
+//! is kept as unconfirmed and settled before the room writes anything else. In cluster
+//! mode a room refuses nothing from memory (a stale `seq`, a move out of turn) unless its
+//! [`Tenure`] says that no other node can have changed the game; when it cannot say, the
+//! room asks for a renewal of the lease first. A room that finds its game lost stops, and
+//! its clients reconnect to the node that owns the game now (close 1012).
+//!
+//! Time is handled here too, as ordinary work: the shell's `select!` sleeps until the
 //! machine's next wakeup (a turn's deadline or a lobby's expiry), and waits for the bot
 //! thinking about the seat to move. Bots think on the [`BotPool`]'s threads, never on the
 //! async runtime, and their moves go through the same decide, write, apply path as a
@@ -19,15 +29,19 @@
 //! memory.
 
 use crate::admission::Slot;
+use crate::auth::Token;
 use crate::bots::BotPool;
 use crate::clock::now_millis;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine};
+use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine, StartDraw};
+use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
-use crate::rooms::{Connected, JoinedSeat, Outgoing, RoomRequest, RoomSettings};
+use crate::rooms::writes::{self, Landing};
+use crate::rooms::{Connected, JoinedSeat, Outgoing, Reply, RoomRequest, RoomSettings};
 use carcassonne_core::Move;
-use carcassonne_store::{LiveGame, LobbyRow, Millis, SeatRow, Store, StoreError};
+use carcassonne_store::{LiveGame, LobbyRow, SeatRow, Store, StoreError};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -40,15 +54,97 @@ pub const BROADCAST_CAPACITY: usize = 1024;
 /// After a failed write of a change nobody asked for (a bot's move, a timeout's
 /// consequence, an expiry), how long the room waits before trying again.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
+/// How many changing requests may wait behind a write before the room stops taking
+/// requests (and senders wait on its queue instead).
+const MOST_WAITING: usize = 256;
 
 /// A bot's answer, with the job it answers.
 type Thinking = Pin<Box<dyn Future<Output = (BotJob, Option<Move>)> + Send>>;
 
-/// Whether a write whose reply was lost reached the database.
-enum Landed {
+/// The room's one database operation in progress.
+type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
+
+/// Work that may change the room, in the order it came.
+#[derive(Debug)]
+enum Work {
+    Request(RoomRequest),
+    /// The bot's move for the seat to move, if it found one (the job boxed: its view of
+    /// the game is large, and requests wait in this queue far more often).
+    BotAnswer(Box<BotJob>, Option<Move>),
+}
+
+impl Work {
+    /// Whether this work may be refused from memory, so that the room must be sure of its
+    /// game first. A bot's move only ever writes, and the database fences writes.
+    fn refuses_from_memory(&self) -> bool {
+        matches!(self, Work::Request(_))
+    }
+}
+
+/// Who waits for a write, and what they are told once it is written.
+#[derive(Debug)]
+enum Waiter {
+    /// A change nobody asked for: an expiry, an abandoned or reclaimed seat, a bot's move.
+    Nobody,
+    Joined {
+        reply: Reply<JoinedSeat>,
+        token: Token,
+        seat: u8,
+    },
+    Seat {
+        reply: Reply<u8>,
+        seat: u8,
+    },
+    Done(Reply<()>),
+    Lobby(Reply<LobbyView>),
+    Command {
+        reply: Reply<u64>,
+        started: Instant,
+    },
+}
+
+/// What became of a write.
+#[derive(Debug)]
+enum Written {
     Yes,
-    No,
+    /// Certainly not written.
+    No(AppError),
+    /// Not known yet: settled before the next write.
     Unknown,
+    /// The game is another node's now.
+    Lost,
+}
+
+impl From<Landing> for Written {
+    fn from(landing: Landing) -> Written {
+        match landing {
+            Landing::Mine => Written::Yes,
+            // A late COMMIT may still show: settled before the next write.
+            Landing::NotStored | Landing::Unknown => Written::Unknown,
+            Landing::Lost => Written::Lost,
+        }
+    }
+}
+
+/// A finished database operation.
+enum Done {
+    Write {
+        change: Change,
+        written: Written,
+        waiter: Waiter,
+    },
+    /// An unconfirmed change, read back.
+    Settle { change: Change, landing: Landing },
+    /// The lease, renewed to tell whether the game is still this node's.
+    Confirm(Confirmed),
+}
+
+/// Why a room stops before its game has ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    ShuttingDown,
+    /// Another node decides the game now (cluster mode).
+    LeaseLost,
 }
 
 pub struct Room {
@@ -56,6 +152,7 @@ pub struct Room {
     store: Store,
     metrics: Arc<Metrics>,
     bots: BotPool,
+    tenure: Tenure,
     updates: broadcast::Sender<Arc<Outgoing>>,
     /// A change written with an unknown outcome, to settle before the next write.
     unconfirmed: Option<Change>,
@@ -63,9 +160,11 @@ pub struct Room {
     open_lobby_place: Option<Slot>,
     /// No unrequested change is tried before this, after one failed.
     retry_at: Option<Instant>,
-    /// The database refused a write because another node owns the game now (cluster
-    /// mode): the room must stop and let its connections find the owner.
-    lost_lease: bool,
+    in_flight: Option<InFlight>,
+    /// Work waiting for the operation in flight, oldest first.
+    waiting: VecDeque<Work>,
+    /// Set when the room must stop once its operation in flight is done.
+    stopping: Option<Stop>,
 }
 
 /// What a room needs besides its own rows.
@@ -96,11 +195,14 @@ impl Room {
             store: services.store,
             metrics: services.metrics,
             bots: services.bots,
+            tenure: Tenure::alone(),
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
             unconfirmed: None,
             open_lobby_place: None,
             retry_at: None,
-            lost_lease: false,
+            in_flight: None,
+            waiting: VecDeque::new(),
+            stopping: None,
         }
     }
 
@@ -116,12 +218,17 @@ impl Room {
         self.open_lobby_place = Some(place);
     }
 
+    /// Decides the game under `tenure`: a cluster node's lease on it.
+    pub fn hold_tenure(&mut self, tenure: Tenure) {
+        self.tenure = tenure;
+    }
+
     pub fn id(&self) -> uuid::Uuid {
         self.machine.id()
     }
 
-    /// Handles requests, deadlines and bot answers until the room ends or the server
-    /// shuts down.
+    /// Handles requests, deadlines and bot answers until the room ends, the server shuts
+    /// down or (cluster mode) the game is found to be another node's.
     pub async fn run(
         mut self,
         mut requests: mpsc::Receiver<RoomRequest>,
@@ -129,35 +236,42 @@ impl Room {
     ) {
         let mut thinking: Option<(u64, Thinking)> = None;
         loop {
-            self.make_due_changes().await;
-            if self.lost_lease {
-                self.announce_shutdown();
-                break;
-            }
-            if self.machine.ended() {
-                self.drain(&mut requests).await;
-                break;
+            self.take_up_waiting_work();
+            if self.in_flight.is_none() {
+                if let Some(stop) = self.stopping {
+                    self.stop_now(stop);
+                    break;
+                }
+                if self.machine.ended() {
+                    self.drain(&mut requests).await;
+                    break;
+                }
             }
             // An answer to an older state is of no use any more.
             thinking = thinking.filter(|(seq, _)| *seq == self.machine.seq());
-            if thinking.is_none() {
+            let idle = self.idle();
+            if idle && thinking.is_none() {
                 thinking = self.start_thinking();
             }
-            let wakeup = self.wakeup_in();
+            let wakeup = self.wakeup_in().filter(|_| idle);
+            let taking = self.stopping.is_none() && self.waiting.len() < MOST_WAITING;
             tokio::select! {
-                request = requests.recv() => match request {
-                    Some(RoomRequest::Unload) => self.lost_lease = true,
-                    Some(request) => self.handle(request).await,
-                    None => break,
+                done = async { self.in_flight.as_mut().expect("guarded").await },
+                    if self.in_flight.is_some() => {
+                    self.in_flight = None;
+                    self.finish(done);
+                }
+                request = requests.recv(), if taking => match request {
+                    Some(request) => self.receive(request),
+                    None => self.stopping = Some(Stop::ShuttingDown),
                 },
-                _ = shutdown.cancelled() => {
-                    self.announce_shutdown();
-                    break;
+                _ = shutdown.cancelled(), if self.stopping.is_none() => {
+                    self.stopping = Some(Stop::ShuttingDown);
                 }
                 (job, answer) = async { thinking.as_mut().expect("guarded").1.as_mut().await },
-                    if thinking.is_some() => {
+                    if idle && thinking.is_some() => {
                     thinking = None;
-                    self.on_bot_answer(job, answer).await;
+                    self.waiting.push_back(Work::BotAnswer(Box::new(job), answer));
                 }
                 _ = tokio::time::sleep(wakeup.unwrap_or_default()), if wakeup.is_some() => {
                     self.machine.time_out(now_millis());
@@ -167,18 +281,390 @@ impl Room {
         tracing::info!(status = ?self.machine.status(), seq = self.machine.seq(), "room unloaded");
     }
 
-    /// Tells every connection to reconnect: the server is stopping, or (cluster mode)
-    /// another node decides the game from now on.
-    fn announce_shutdown(&self) {
-        let closing = Outgoing::closing("the server is restarting");
-        let _ = self.updates.send(Arc::new(closing));
+    /// Whether the room has nothing to do but wait: no operation in flight and no work.
+    fn idle(&self) -> bool {
+        self.in_flight.is_none() && self.waiting.is_empty() && self.stopping.is_none()
     }
 
-    /// Answers what was already asked of an ended room, from its final state.
+    /// Takes up waiting work, then what is due, until an operation is in flight or there
+    /// is nothing left to do.
+    fn take_up_waiting_work(&mut self) {
+        while self.in_flight.is_none() && self.stopping.is_none() {
+            if let Some(work) = self.waiting.pop_front() {
+                self.take_up(work);
+                continue;
+            }
+            if self.paused() {
+                return;
+            }
+            let Some(change) = self.machine.due_change(now_millis()) else {
+                return;
+            };
+            match self.unconfirmed.take() {
+                Some(unconfirmed) => self.start_settling(unconfirmed),
+                None => self.start_write(change, Waiter::Nobody),
+            }
+        }
+    }
+
+    /// Decides `work`, once nothing stands between the room's memory and the truth: an
+    /// unconfirmed change is settled first, and (cluster mode) a doubtful lease renewed.
+    fn take_up(&mut self, work: Work) {
+        if let Some(unconfirmed) = self.unconfirmed.take() {
+            self.waiting.push_front(work);
+            self.start_settling(unconfirmed);
+        } else if work.refuses_from_memory() && !self.tenure.trusted(self.id()) {
+            self.waiting.push_front(work);
+            self.start_confirming();
+        } else {
+            self.decide(work);
+        }
+    }
+
+    /// Takes a request in: reads are answered at once, changes wait their turn.
+    fn receive(&mut self, request: RoomRequest) {
+        match request {
+            RoomRequest::Connect {
+                token_hash,
+                invite_code,
+                last_seq,
+                reply,
+            } => {
+                let _ = reply.send(self.connect(token_hash, invite_code, last_seq));
+            }
+            RoomRequest::Disconnect { token_hash } => {
+                if let Some(presence) = self.machine.disconnect(token_hash.as_deref()) {
+                    let _ = self.updates.send(presence);
+                }
+            }
+            RoomRequest::Resync {
+                token_hash,
+                last_seq,
+                reply,
+            } => {
+                let catch_up = self
+                    .machine
+                    .catch_up(token_hash.as_deref(), last_seq, now_millis());
+                let _ = reply.send(Ok(catch_up));
+            }
+            RoomRequest::Unload => self.lose_game(),
+            change => self.waiting.push_back(Work::Request(change)),
+        }
+    }
+
+    /// A client said hello: answered from what the room has committed, without waiting
+    /// for the database. The owner of an abandoned seat takes it back as a due change.
+    fn connect(
+        &mut self,
+        token_hash: Option<String>,
+        invite_code: Option<String>,
+        last_seq: Option<u64>,
+    ) -> Result<Connected, AppError> {
+        let updates = self.updates.subscribe();
+        let joined = self.machine.connect(
+            token_hash.as_deref(),
+            invite_code.as_deref(),
+            last_seq,
+            now_millis(),
+        )?;
+        if let Some(presence) = joined.presence {
+            let _ = self.updates.send(presence);
+        }
+        Ok(Connected {
+            seat: joined.seat,
+            catch_up: joined.catch_up,
+            updates,
+        })
+    }
+
+    /// Has the machine decide `work`: a refusal is answered at once, a change is written.
+    fn decide(&mut self, work: Work) {
+        match work {
+            Work::Request(request) => self.decide_request(request),
+            Work::BotAnswer(job, answer) => self.decide_bot_move(*job, answer),
+        }
+    }
+
+    fn decide_request(&mut self, request: RoomRequest) {
+        use RoomRequest as R;
+        let now = now_millis();
+        let machine = &self.machine;
+        match request {
+            R::Join {
+                name,
+                player_id,
+                invite_code,
+                reply,
+            } => match machine.join(name, player_id, invite_code.as_deref(), now) {
+                Ok((change, token)) => self.write_seat_for(change, token, reply),
+                Err(error) => refuse(reply, error),
+            },
+            R::Reclaim { player_id, reply } => match machine.reclaim(player_id) {
+                Ok((change, token)) => self.write_seat_for(change, token, reply),
+                Err(error) => refuse(reply, error),
+            },
+            R::AddBot {
+                token_hash,
+                level,
+                name,
+                reply,
+            } => match machine.add_bot(&token_hash, level, name, now) {
+                Ok(change) => match seat_of(&change) {
+                    Some(seat) => self.start_write(change, Waiter::Seat { reply, seat }),
+                    None => refuse(reply, AppError::Internal),
+                },
+                Err(error) => refuse(reply, error),
+            },
+            R::Start {
+                token_hash,
+                randomize_seats,
+                reply,
+            } => {
+                let draw = StartDraw::random(machine.seats().len(), randomize_seats);
+                let decided = machine.start(&token_hash, draw, now);
+                self.write_or_refuse(decided, Waiter::Lobby(reply));
+            }
+            R::Leave { token_hash, reply } => {
+                self.write_or_refuse(machine.leave(&token_hash), Waiter::Done(reply))
+            }
+            R::Cancel { token_hash, reply } => {
+                self.write_or_refuse(machine.cancel(&token_hash), Waiter::Done(reply))
+            }
+            R::RemoveBot {
+                token_hash,
+                seat,
+                reply,
+            } => {
+                let decided = machine.remove_bot(&token_hash, seat);
+                self.write_or_refuse(decided, Waiter::Done(reply));
+            }
+            R::Resign { token_hash, reply } => {
+                self.write_or_refuse(machine.resign(&token_hash, now), Waiter::Done(reply))
+            }
+            R::Abort { token_hash, reply } => {
+                self.write_or_refuse(machine.abort(&token_hash), Waiter::Done(reply))
+            }
+            R::Command {
+                token_hash,
+                id,
+                expected_seq,
+                mv,
+                reply,
+            } => {
+                let started = Instant::now();
+                match machine.command(&token_hash, id, expected_seq, mv, now) {
+                    Ok(Decision::Repeat(seq)) => {
+                        let _ = reply.send(Ok(seq));
+                    }
+                    Ok(Decision::Commit(change)) => {
+                        self.start_write(*change, Waiter::Command { reply, started })
+                    }
+                    Err(error) => refuse(reply, error),
+                }
+            }
+            read @ (R::Connect { .. } | R::Disconnect { .. } | R::Resync { .. } | R::Unload) => {
+                self.receive(read)
+            }
+        }
+    }
+
+    /// Writes a seat taken or given a new token, for the player who asked.
+    fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply<JoinedSeat>) {
+        match seat_of(&change) {
+            Some(seat) => self.start_write(change, Waiter::Joined { reply, token, seat }),
+            None => refuse(reply, AppError::Internal),
+        }
+    }
+
+    fn write_or_refuse(&mut self, decided: Result<Change, AppError>, waiter: Waiter) {
+        match decided {
+            Ok(change) => self.start_write(change, waiter),
+            Err(error) => self.tell_failure(waiter, error),
+        }
+    }
+
+    fn decide_bot_move(&mut self, job: BotJob, answer: Option<Move>) {
+        let Some(mv) = answer else {
+            self.pause_after_failure(&AppError::ShuttingDown);
+            return;
+        };
+        let now = now_millis();
+        let decided = match self.machine.bot_move(&job, mv, now) {
+            // A bot that errs must not stall the game: the first legal move instead.
+            Err(AppError::IllegalMove(error)) => {
+                tracing::error!(%error, level = %job.level, "a bot chose an illegal move");
+                match job.view.game().legal_moves().first().copied() {
+                    Some(mv) => self.machine.bot_move(&job, mv, now),
+                    None => Err(AppError::Internal),
+                }
+            }
+            other => other,
+        };
+        match decided {
+            Ok(change) => self.start_write(change, Waiter::Nobody),
+            Err(AppError::StaleSeq { .. }) => {}
+            Err(error) => self.pause_after_failure(&error),
+        }
+    }
+
+    /// Starts writing `change` as the next `seq`. When the write's outcome is unknown,
+    /// what is stored decides (see [`writes`]); nothing is applied unless it is proved.
+    fn start_write(&mut self, change: Change, waiter: Waiter) {
+        let seq = self.machine.seq() + 1;
+        let (store, game, node) = (self.store.clone(), self.id(), self.tenure.node());
+        self.in_flight = Some(Box::pin(async move {
+            let written = match writes::write(&store, game, &change, seq).await {
+                Ok(()) => Written::Yes,
+                Err(StoreError::Unavailable(cause)) => {
+                    tracing::warn!(%cause, seq, "a write's outcome is unknown; reading it back");
+                    let node = node.as_deref();
+                    Written::from(writes::await_landing(&store, game, &change, seq, node).await)
+                }
+                Err(StoreError::NotOwner(cause)) => {
+                    tracing::warn!(%cause, seq, "the database refused a write: another node owns the game");
+                    Written::Lost
+                }
+                Err(other) => Written::No(AppError::from_store(other)),
+            };
+            Done::Write {
+                change,
+                written,
+                waiter,
+            }
+        }));
+    }
+
+    /// Starts reading back an unconfirmed change.
+    fn start_settling(&mut self, change: Change) {
+        let seq = self.machine.seq() + 1;
+        let (store, game, node) = (self.store.clone(), self.id(), self.tenure.node());
+        self.in_flight = Some(Box::pin(async move {
+            let landing = writes::settle(&store, game, &change, seq, node.as_deref()).await;
+            Done::Settle { change, landing }
+        }));
+    }
+
+    /// Starts asking whether the game is still this node's.
+    fn start_confirming(&mut self) {
+        let (tenure, game) = (self.tenure.clone(), self.id());
+        self.in_flight = Some(Box::pin(async move {
+            Done::Confirm(tenure.confirm(game).await)
+        }));
+    }
+
+    /// Takes a finished operation's outcome in: applies what was written, answers who
+    /// waited, and settles or stops as the outcome demands.
+    fn finish(&mut self, done: Done) {
+        match done {
+            Done::Write {
+                change,
+                written,
+                waiter,
+            } => self.finish_write(change, written, waiter),
+            Done::Settle { change, landing } => self.finish_settling(change, landing),
+            Done::Confirm(Confirmed::Owned) => {
+                // Proved just now: the work that asked is decided without asking again.
+                if let Some(work) = self.waiting.pop_front() {
+                    self.decide(work);
+                }
+            }
+            Done::Confirm(Confirmed::Lost) => self.lose_game(),
+            Done::Confirm(Confirmed::Unknown) => {
+                self.refuse_waiting(AppError::StorageUnavailable);
+            }
+        }
+    }
+
+    fn finish_write(&mut self, change: Change, written: Written, waiter: Waiter) {
+        match written {
+            Written::Yes => {
+                self.apply(change);
+                self.answer(waiter);
+            }
+            Written::No(error) => self.tell_failure(waiter, error),
+            Written::Unknown => {
+                self.unconfirmed = Some(change);
+                self.tell_failure(waiter, AppError::StorageUnavailable);
+            }
+            Written::Lost => {
+                self.lose_game();
+                self.tell_failure(waiter, AppError::ShuttingDown);
+            }
+        }
+    }
+
+    /// Applies an unconfirmed change if it landed, forgets it if not, and keeps it while
+    /// nobody can tell (refusing what waits, which would need it settled). A seat whose
+    /// joiner was told the join failed is freed again: nobody holds its token.
+    fn finish_settling(&mut self, change: Change, landing: Landing) {
+        match landing {
+            Landing::Mine => {
+                let orphan_seat = match &change {
+                    Change::SeatTaken(row) if row.bot.is_none() => Some(row.seat),
+                    _ => None,
+                };
+                self.apply(change);
+                if let Some(seat) = orphan_seat {
+                    self.start_write(Change::SeatFreed(seat), Waiter::Nobody);
+                }
+            }
+            Landing::NotStored => {}
+            Landing::Lost => self.lose_game(),
+            Landing::Unknown => {
+                self.unconfirmed = Some(change);
+                self.refuse_waiting(AppError::StorageUnavailable);
+                self.pause_after_failure(&AppError::StorageUnavailable);
+            }
+        }
+    }
+
+    /// Another node decides the game now, or this node cannot prove it still does.
+    fn lose_game(&mut self) {
+        if self.stopping != Some(Stop::LeaseLost) {
+            tracing::warn!("this node no longer owns the game; unloading");
+        }
+        self.stopping = Some(Stop::LeaseLost);
+    }
+
+    /// Stops: everything still waiting is told to try again, and every connection to
+    /// reconnect (to this server once it is back, or to the game's new owner).
+    fn stop_now(&mut self, stop: Stop) {
+        if stop == Stop::LeaseLost {
+            self.metrics.cluster_event("lease_lost");
+        }
+        self.refuse_waiting(AppError::ShuttingDown);
+        let closing = match stop {
+            Stop::ShuttingDown => "the server is restarting",
+            Stop::LeaseLost => "the game moved to another server; reconnect",
+        };
+        let _ = self.updates.send(Arc::new(Outgoing::closing(closing)));
+    }
+
+    /// Refuses every waiting request with `error`; a waiting bot answer is dropped (the
+    /// bot thinks again once the room can write).
+    fn refuse_waiting(&mut self, error: AppError) {
+        for work in std::mem::take(&mut self.waiting) {
+            if let Work::Request(request) = work {
+                refuse_request(request, error.clone());
+            }
+        }
+    }
+
+    /// Answers what was already asked of an ended room, from its final state: nothing can
+    /// be written any more, so everything is read or refused.
     async fn drain(&mut self, requests: &mut mpsc::Receiver<RoomRequest>) {
         requests.close();
         while let Some(request) = requests.recv().await {
-            self.handle(request).await;
+            self.receive(request);
+        }
+        while let Some(work) = self.waiting.pop_front() {
+            self.decide(work);
+            // The machine refuses every change of an ended game; should one pass, it is
+            // written before the room stops, as any other.
+            if let Some(in_flight) = self.in_flight.take() {
+                let done = in_flight.await;
+                self.finish(done);
+            }
         }
     }
 
@@ -201,19 +687,6 @@ impl Room {
         self.retry_at = Some(Instant::now() + RETRY_PAUSE);
     }
 
-    /// Commits what is due without a request: an expired lobby, an abandoned seat.
-    async fn make_due_changes(&mut self) {
-        while !self.paused() {
-            let Some(change) = self.machine.due_change(now_millis()) else {
-                return;
-            };
-            let outcome = self.settle_then(|_, _| Ok(change)).await;
-            if let Err(error) = outcome {
-                self.pause_after_failure(&error);
-            }
-        }
-    }
-
     /// Asks the pool for the move of a seat a bot plays now, if any.
     fn start_thinking(&self) -> Option<(u64, Thinking)> {
         if self.paused() {
@@ -233,317 +706,6 @@ impl Room {
         Some((seq, Box::pin(thinking)))
     }
 
-    async fn on_bot_answer(&mut self, job: BotJob, answer: Option<Move>) {
-        let Some(mv) = answer else {
-            self.pause_after_failure(&AppError::ShuttingDown);
-            return;
-        };
-        let outcome = match self.settle_then(|m, now| m.bot_move(&job, mv, now)).await {
-            // A bot that errs must not stall the game: the first legal move instead.
-            Err(AppError::IllegalMove(error)) => {
-                tracing::error!(%error, level = %job.level, "a bot chose an illegal move");
-                let fallback = job.view.game().legal_moves().first().copied();
-                match fallback {
-                    Some(mv) => self.settle_then(|m, now| m.bot_move(&job, mv, now)).await,
-                    None => Err(AppError::Internal),
-                }
-            }
-            other => other,
-        };
-        match outcome {
-            Ok(()) | Err(AppError::StaleSeq { .. }) => {}
-            Err(error) => self.pause_after_failure(&error),
-        }
-    }
-
-    async fn handle(&mut self, request: RoomRequest) {
-        match request {
-            RoomRequest::Join {
-                name,
-                player_id,
-                invite_code,
-                reply,
-            } => {
-                let _ = reply.send(self.join(name, player_id, invite_code).await);
-            }
-            RoomRequest::Leave { token_hash, reply } => {
-                let _ = reply.send(self.settle_then(|m, _| m.leave(&token_hash)).await);
-            }
-            RoomRequest::Start {
-                token_hash,
-                randomize_seats,
-                reply,
-            } => {
-                let _ = reply.send(self.start(&token_hash, randomize_seats).await);
-            }
-            RoomRequest::Cancel { token_hash, reply } => {
-                let _ = reply.send(self.settle_then(|m, _| m.cancel(&token_hash)).await);
-            }
-            RoomRequest::AddBot {
-                token_hash,
-                level,
-                name,
-                reply,
-            } => {
-                let _ = reply.send(self.add_bot(&token_hash, level, name).await);
-            }
-            RoomRequest::RemoveBot {
-                token_hash,
-                seat,
-                reply,
-            } => {
-                let outcome = self
-                    .settle_then(|m, _| m.remove_bot(&token_hash, seat))
-                    .await;
-                let _ = reply.send(outcome);
-            }
-            RoomRequest::Resign { token_hash, reply } => {
-                let outcome = self.settle_then(|m, now| m.resign(&token_hash, now)).await;
-                let _ = reply.send(outcome);
-            }
-            RoomRequest::Abort { token_hash, reply } => {
-                let _ = reply.send(self.settle_then(|m, _| m.abort(&token_hash)).await);
-            }
-            RoomRequest::Reclaim { player_id, reply } => {
-                let _ = reply.send(self.reclaim(player_id).await);
-            }
-            // Met by `run` first; an ended room has nothing to unload.
-            RoomRequest::Unload => {}
-            other => self.handle_connection_request(other).await,
-        }
-    }
-
-    async fn handle_connection_request(&mut self, request: RoomRequest) {
-        match request {
-            RoomRequest::Connect {
-                token_hash,
-                invite_code,
-                last_seq,
-                reply,
-            } => {
-                let _ = reply.send(self.connect(token_hash, invite_code, last_seq).await);
-            }
-            RoomRequest::Disconnect { token_hash } => {
-                if let Some(presence) = self.machine.disconnect(token_hash.as_deref()) {
-                    let _ = self.updates.send(presence);
-                }
-            }
-            RoomRequest::Resync {
-                token_hash,
-                last_seq,
-                reply,
-            } => {
-                let catch_up = self
-                    .machine
-                    .catch_up(token_hash.as_deref(), last_seq, now_millis());
-                let _ = reply.send(Ok(catch_up));
-            }
-            RoomRequest::Command {
-                token_hash,
-                id,
-                expected_seq,
-                mv,
-                reply,
-            } => {
-                let _ = reply.send(self.timed_command(&token_hash, id, expected_seq, mv).await);
-            }
-            _ => unreachable!("lobby requests are handled by `handle`"),
-        }
-    }
-
-    async fn join(
-        &mut self,
-        name: String,
-        player_id: Option<uuid::Uuid>,
-        invite_code: Option<String>,
-    ) -> Result<JoinedSeat, AppError> {
-        self.settle_unconfirmed().await?;
-        let (change, token) =
-            self.machine
-                .join(name, player_id, invite_code.as_deref(), now_millis())?;
-        let seat = match &change {
-            Change::SeatTaken(row) => row.seat,
-            _ => return Err(AppError::Internal),
-        };
-        self.commit(change).await?;
-        Ok(JoinedSeat {
-            seat,
-            token,
-            lobby: self.lobby_view(),
-        })
-    }
-
-    /// The lobby as REST shows it, from what the room has committed.
-    fn lobby_view(&self) -> LobbyView {
-        view::lobby_view(self.machine.lobby(), self.machine.seats())
-    }
-
-    async fn add_bot(
-        &mut self,
-        token_hash: &str,
-        level: carcassonne_bots::BotLevel,
-        name: Option<String>,
-    ) -> Result<u8, AppError> {
-        self.settle_unconfirmed().await?;
-        let change = self
-            .machine
-            .add_bot(token_hash, level, name, now_millis())?;
-        let seat = match &change {
-            Change::SeatTaken(row) => row.seat,
-            _ => return Err(AppError::Internal),
-        };
-        self.commit(change).await?;
-        Ok(seat)
-    }
-
-    async fn start(
-        &mut self,
-        token_hash: &str,
-        randomize_seats: bool,
-    ) -> Result<LobbyView, AppError> {
-        let seats = self.machine.seats().len();
-        let draw = crate::rooms::machine::StartDraw::random(seats, randomize_seats);
-        self.settle_then(|m, now| m.start(token_hash, draw, now))
-            .await?;
-        Ok(self.lobby_view())
-    }
-
-    async fn reclaim(&mut self, player_id: uuid::Uuid) -> Result<JoinedSeat, AppError> {
-        self.settle_unconfirmed().await?;
-        let (change, token) = self.machine.reclaim(player_id)?;
-        let seat = match &change {
-            Change::SeatChanged { row, .. } => row.seat,
-            _ => return Err(AppError::Internal),
-        };
-        self.commit(change).await?;
-        Ok(JoinedSeat {
-            seat,
-            token,
-            lobby: self.lobby_view(),
-        })
-    }
-
-    async fn connect(
-        &mut self,
-        token_hash: Option<String>,
-        invite_code: Option<String>,
-        last_seq: Option<u64>,
-    ) -> Result<Connected, AppError> {
-        if let Some(hash) = &token_hash {
-            // The owner of an abandoned seat takes it back by saying hello.
-            self.settle_then_maybe(|m, now| m.reclaim_on_hello(hash, now))
-                .await?;
-        }
-        let updates = self.updates.subscribe();
-        let joined = self.machine.connect(
-            token_hash.as_deref(),
-            invite_code.as_deref(),
-            last_seq,
-            now_millis(),
-        )?;
-        if let Some(presence) = joined.presence {
-            let _ = self.updates.send(presence);
-        }
-        Ok(Connected {
-            seat: joined.seat,
-            catch_up: joined.catch_up,
-            updates,
-        })
-    }
-
-    /// A command, with the latency of accepted moves recorded. Rejections are counted
-    /// apart (by the connection, by code): they are cheap and would flatter the figure.
-    async fn timed_command(
-        &mut self,
-        token_hash: &str,
-        id: String,
-        expected_seq: u64,
-        mv: Move,
-    ) -> Result<u64, AppError> {
-        let started = Instant::now();
-        let before = self.machine.seq();
-        let outcome = self.command(token_hash, id, expected_seq, mv).await;
-        if matches!(outcome, Ok(seq) if seq > before) {
-            self.metrics
-                .move_latency
-                .observe(started.elapsed().as_secs_f64());
-        }
-        outcome
-    }
-
-    async fn command(
-        &mut self,
-        token_hash: &str,
-        id: String,
-        expected_seq: u64,
-        mv: Move,
-    ) -> Result<u64, AppError> {
-        // Settle first: an unconfirmed move may be this very command, sent again.
-        self.settle_unconfirmed().await?;
-        let decision = self
-            .machine
-            .command(token_hash, id, expected_seq, mv, now_millis())?;
-        match decision {
-            Decision::Repeat(seq) => Ok(seq),
-            Decision::Commit(change) => {
-                self.commit(*change).await?;
-                Ok(self.machine.seq())
-            }
-        }
-    }
-
-    /// Settles any unconfirmed change, then decides with the machine and commits.
-    async fn settle_then(
-        &mut self,
-        decide: impl FnOnce(&RoomMachine, Millis) -> Result<Change, AppError>,
-    ) -> Result<(), AppError> {
-        self.settle_unconfirmed().await?;
-        let change = decide(&self.machine, now_millis())?;
-        self.commit(change).await
-    }
-
-    /// As [`Room::settle_then`], for a decision that may find nothing to change.
-    async fn settle_then_maybe(
-        &mut self,
-        decide: impl FnOnce(&RoomMachine, Millis) -> Option<Change>,
-    ) -> Result<(), AppError> {
-        self.settle_unconfirmed().await?;
-        match decide(&self.machine, now_millis()) {
-            Some(change) => self.commit(change).await,
-            None => Ok(()),
-        }
-    }
-
-    /// Writes `change` as the next `seq`, then applies and announces it. When the write's
-    /// outcome is unknown, the stored `seq` decides; nothing is applied unless it landed.
-    async fn commit(&mut self, change: Change) -> Result<(), AppError> {
-        let seq = self.machine.seq() + 1;
-        match self.write(&change, seq).await {
-            Ok(()) => {
-                self.apply(change);
-                Ok(())
-            }
-            Err(StoreError::Unavailable(cause)) => {
-                tracing::warn!(%cause, seq, "a write's outcome is unknown; re-reading");
-                if let Landed::Yes = self.await_landing(seq).await {
-                    self.apply(change);
-                    return Ok(());
-                }
-                // Not seen yet: settled before the next write, when a late commit has had
-                // all the time it needs to show.
-                self.unconfirmed = Some(change);
-                Err(AppError::StorageUnavailable)
-            }
-            Err(StoreError::NotOwner(cause)) => {
-                tracing::warn!(%cause, seq, "another node owns this game now; unloading");
-                self.metrics.cluster_event("lease_lost");
-                self.lost_lease = true;
-                Err(AppError::ShuttingDown)
-            }
-            Err(other) => Err(AppError::from_store(other)),
-        }
-    }
-
     /// Takes a written change into the machine and broadcasts its update.
     fn apply(&mut self, change: Change) {
         if matches!(change, Change::Started { .. } | Change::Cancelled(_)) {
@@ -561,101 +723,80 @@ impl Room {
         let _ = self.updates.send(update);
     }
 
-    /// Re-reads the stored `seq` a few times over half a second: a COMMIT whose reply was
-    /// lost may still be taking effect when the first read arrives.
-    async fn await_landing(&self, seq: u64) -> Landed {
-        const READS: u32 = 5;
-        const PAUSE: Duration = Duration::from_millis(100);
-        let mut outcome = self.landed(seq).await;
-        for _ in 1..READS {
-            // Only "not yet" is worth asking again; an unreachable database stays so.
-            if !matches!(outcome, Landed::No) {
-                break;
+    /// Tells who waited that their change is written, with what they asked for.
+    fn answer(&mut self, waiter: Waiter) {
+        match waiter {
+            Waiter::Nobody => {}
+            Waiter::Joined { reply, token, seat } => {
+                let lobby = self.lobby_view();
+                let _ = reply.send(Ok(JoinedSeat { seat, token, lobby }));
             }
-            tokio::time::sleep(PAUSE).await;
-            outcome = self.landed(seq).await;
-        }
-        outcome
-    }
-
-    /// Whether the write of `seq` reached the database, from the stored `seq`.
-    async fn landed(&self, seq: u64) -> Landed {
-        // Boxed for the reason given at `write`.
-        match Box::pin(self.store.lobby(self.machine.id())).await {
-            Ok(Some((stored, _))) if stored.seq >= seq => Landed::Yes,
-            Ok(Some(_)) => Landed::No,
-            Ok(None) => Landed::Unknown,
-            Err(error) => {
-                tracing::warn!(%error, seq, "cannot re-read the stored seq yet");
-                Landed::Unknown
+            Waiter::Seat { reply, seat } => {
+                let _ = reply.send(Ok(seat));
+            }
+            Waiter::Done(reply) => {
+                let _ = reply.send(Ok(()));
+            }
+            Waiter::Lobby(reply) => {
+                let _ = reply.send(Ok(self.lobby_view()));
+            }
+            Waiter::Command { reply, started } => {
+                // Rejections are counted apart (by the connection, by code): they are
+                // cheap and would flatter the figure.
+                let latency = started.elapsed().as_secs_f64();
+                self.metrics.move_latency.observe(latency);
+                let _ = reply.send(Ok(self.machine.seq()));
             }
         }
     }
 
-    /// Settles a change whose write had an unknown outcome: applies it if it landed,
-    /// forgets it if not, and refuses to write anything else while it cannot tell. A seat
-    /// whose joiner was told the join failed is freed again: nobody holds its token.
-    async fn settle_unconfirmed(&mut self) -> Result<(), AppError> {
-        let Some(change) = self.unconfirmed.take() else {
-            return Ok(());
-        };
-        let seq = self.machine.seq() + 1;
-        match self.landed(seq).await {
-            Landed::Yes => {
-                let orphan_seat = match &change {
-                    Change::SeatTaken(row) if row.bot.is_none() => Some(row.seat),
-                    _ => None,
-                };
-                self.apply(change);
-                if let Some(seat) = orphan_seat {
-                    Box::pin(self.commit(Change::SeatFreed(seat))).await?;
-                }
-                Ok(())
-            }
-            Landed::No => Ok(()),
-            Landed::Unknown => {
-                self.unconfirmed = Some(change);
-                Err(AppError::StorageUnavailable)
-            }
+    /// Tells who waited that nothing changed; a change nobody asked for is tried again
+    /// after a pause.
+    fn tell_failure(&mut self, waiter: Waiter, error: AppError) {
+        match waiter {
+            Waiter::Nobody if error == AppError::ShuttingDown => {}
+            Waiter::Nobody => self.pause_after_failure(&error),
+            Waiter::Joined { reply, .. } => refuse(reply, error),
+            Waiter::Seat { reply, .. } => refuse(reply, error),
+            Waiter::Done(reply) => refuse(reply, error),
+            Waiter::Lobby(reply) => refuse(reply, error),
+            Waiter::Command { reply, .. } => refuse(reply, error),
         }
     }
 
-    /// The database write of `change` as update `seq`.
-    ///
-    /// Each store call is boxed on its own. The store's futures (sqlx's above all) are
-    /// kilobytes large; awaited in place they would make this future, and every future
-    /// of the room that awaits it, as large as the largest of them, and the runtime
-    /// copies a future whole each time it is moved or boxed. That copying was a tenth of
-    /// the server's time under load. Boxed one by one, a move's write allocates only
-    /// the small future that hands the move to the group-commit writer.
-    async fn write(&self, change: &Change, seq: u64) -> Result<(), StoreError> {
-        use carcassonne_store::FinalChange;
-        let id = self.machine.id();
-        let store = &self.store;
-        match change {
-            Change::SeatTaken(row) => Box::pin(store.add_seat(id, row, seq)).await,
-            Change::SeatFreed(seat) => Box::pin(store.remove_seat(id, *seat, seq)).await,
-            Change::Cancelled(_) => Box::pin(store.cancel_lobby(id, seq)).await,
-            Change::Started { lobby, seats, .. } => {
-                let (seed, started_at) = (lobby.seed.unwrap_or_default(), lobby.started_at);
-                let salt = lobby.deck_salt.as_deref().unwrap_or_default();
-                let started_at = started_at.unwrap_or_default();
-                Box::pin(store.start_game(id, seats, seed, salt, started_at, seq)).await
-            }
-            Change::Moved {
-                row,
-                last: Some(last),
-            } => Box::pin(store.finish_game(id, FinalChange::Move(row), &last.result)).await,
-            Change::Moved { row, .. } => Box::pin(store.append_move(id, row)).await,
-            Change::SeatChanged {
-                row,
-                result: Some(result),
-                ..
-            } => {
-                let last = FinalChange::Seat { seat: row, seq };
-                Box::pin(store.finish_game(id, last, result)).await
-            }
-            Change::SeatChanged { row, .. } => Box::pin(store.update_seat(id, row, seq)).await,
-        }
+    /// The lobby as REST shows it, from what the room has committed.
+    fn lobby_view(&self) -> LobbyView {
+        view::lobby_view(self.machine.lobby(), self.machine.seats())
+    }
+}
+
+/// The seat a change takes or changes.
+fn seat_of(change: &Change) -> Option<u8> {
+    match change {
+        Change::SeatTaken(row) | Change::SeatChanged { row, .. } => Some(row.seat),
+        _ => None,
+    }
+}
+
+fn refuse<T>(reply: Reply<T>, error: AppError) {
+    let _ = reply.send(Err(error));
+}
+
+/// Refuses a request with `error`, whatever it asked.
+fn refuse_request(request: RoomRequest, error: AppError) {
+    use RoomRequest as R;
+    match request {
+        R::Join { reply, .. } | R::Reclaim { reply, .. } => refuse(reply, error),
+        R::Start { reply, .. } => refuse(reply, error),
+        R::AddBot { reply, .. } => refuse(reply, error),
+        R::Command { reply, .. } => refuse(reply, error),
+        R::Connect { reply, .. } => refuse(reply, error),
+        R::Resync { reply, .. } => refuse(reply, error),
+        R::Leave { reply, .. }
+        | R::Cancel { reply, .. }
+        | R::RemoveBot { reply, .. }
+        | R::Resign { reply, .. }
+        | R::Abort { reply, .. } => refuse(reply, error),
+        R::Disconnect { .. } | R::Unload => {}
     }
 }

@@ -10,8 +10,10 @@ pub mod clocks;
 pub mod machine;
 pub mod outcome;
 pub mod patch;
+pub mod tenure;
 pub mod view;
 pub mod wire;
+pub mod writes;
 
 use crate::auth::Token;
 use crate::error::AppError;
@@ -162,6 +164,10 @@ pub struct Outgoing {
     pub snapshot: bool,
     /// The room is closing (server shutdown): connections should close too.
     pub closing: bool,
+    /// Not a message to send: the game stands at `seq`, and a connection that has less
+    /// asks for what it missed. A stand-in's check (cluster mode): updates published
+    /// while NATS was away are lost, and nothing else would tell a waiting client.
+    pub seq_check: bool,
 }
 
 impl Outgoing {
@@ -176,7 +182,15 @@ impl Outgoing {
             reseated: None,
             snapshot: false,
             closing: false,
+            seq_check: false,
         }
+    }
+
+    /// The check that tells connections behind `seq` to catch up.
+    pub fn seq_check(seq: u64) -> Outgoing {
+        let mut check = Outgoing::plain(Some(seq), String::new());
+        check.seq_check = true;
+        check
     }
 
     /// A `shutdown` message that closes every connection it reaches (1012): they
@@ -247,6 +261,12 @@ impl RoomHandle {
     /// Waits until the room's actor has stopped.
     pub async fn closed(&self) {
         self.sender.closed().await
+    }
+
+    /// Sends a request that needs no reply without waiting for room in the queue: false
+    /// when the queue is full (or the room has stopped).
+    pub fn try_tell(&self, request: RoomRequest) -> bool {
+        self.sender.try_send(request).is_ok()
     }
 
     /// Sends a request that needs no reply.

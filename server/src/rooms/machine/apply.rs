@@ -173,6 +173,8 @@ impl RoomMachine {
         now: Millis,
     ) -> Arc<Outgoing> {
         let seat = row.seat;
+        // Whatever changed the seat settles a wish to take it back.
+        self.reclaims.retain(|&wanted| wanted != seat);
         if matches!(reason, SeatChange::Reclaimed | SeatChange::TokenReplaced)
             && let Some(clocks) = self.clocks.as_mut()
         {
@@ -295,6 +297,7 @@ impl RoomMachine {
             reseated,
             snapshot: false,
             closing: false,
+            seq_check: false,
         });
         self.recent.push_back(outgoing.clone());
         if self.recent.len() > RECENT_UPDATES {

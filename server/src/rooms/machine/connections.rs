@@ -21,6 +21,7 @@ impl RoomMachine {
         // the snapshot it is about to get.
         let mut presence = None;
         if let (Some(hash), Some(seat)) = (token_hash, seat) {
+            self.want_reclaim(seat);
             let count = self.connections.entry(hash.to_owned()).or_default();
             *count += 1;
             if *count == 1 {
@@ -32,6 +33,18 @@ impl RoomMachine {
             catch_up: self.catch_up(token_hash, last_seq, now),
             presence,
         })
+    }
+
+    /// The owner of an abandoned seat takes it back by saying hello. The hello is
+    /// answered at once, from memory; the seat is taken back as a due change, written
+    /// when the room is free to write (and tried again after a failed write).
+    fn want_reclaim(&mut self, seat: u8) {
+        let abandoned = self
+            .seat_row(seat)
+            .is_some_and(|row| row.control == SeatControl::Abandoned);
+        if abandoned && !self.reclaims.contains(&seat) {
+            self.reclaims.push(seat);
+        }
     }
 
     /// A connection closed; the presence announcement when it was the seat's last.

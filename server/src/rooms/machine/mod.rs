@@ -161,6 +161,8 @@ pub struct RoomMachine {
     recent: VecDeque<Arc<Outgoing>>,
     /// Open connections per player token hash.
     connections: HashMap<String, u32>,
+    /// Abandoned seats whose owner said hello since: each is taken back as a due change.
+    reclaims: Vec<u8>,
     /// The last change to an open lobby (or its creation), for expiry.
     last_activity: Millis,
     settings: RoomSettings,
@@ -188,6 +190,7 @@ impl RoomMachine {
             outcome: None,
             recent: VecDeque::new(),
             connections: HashMap::new(),
+            reclaims: Vec::new(),
             settings,
             ended: false,
         }
@@ -592,12 +595,12 @@ impl RoomMachine {
         Ok((change, token))
     }
 
-    /// The owner of an abandoned seat said hello: the seat is theirs again.
-    pub fn reclaim_on_hello(&self, token_hash: &str, now: Millis) -> Option<Change> {
-        let seat = self.seat_of(token_hash)?;
-        if seat.control != SeatControl::Abandoned || self.playable_game().is_err() {
-            return None;
-        }
+    /// The abandoned seat whose owner said hello, taken back: the seat is theirs again.
+    pub(super) fn seat_to_reclaim(&self, now: Millis) -> Option<Change> {
+        self.playable_game().ok()?;
+        let seat = self.seats.iter().find(|seat| {
+            seat.control == SeatControl::Abandoned && self.reclaims.contains(&seat.seat)
+        })?;
         Some(self.seat_change(seat, SeatControl::Human, SeatChange::Reclaimed, now))
     }
 

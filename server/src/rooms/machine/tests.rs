@@ -221,9 +221,15 @@ fn three_timeouts_in_a_row_abandon_the_seat_until_its_owner_says_hello() {
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
     let refused = machine.command(CREATOR, "x".into(), machine.seq(), mv, now);
     assert_eq!(refused.unwrap_err(), AppError::SeatAbandoned);
-    let back = machine.reclaim_on_hello(CREATOR, now).expect("taken back");
-    machine.apply(back, now);
+    // The owner's hello is answered at once; taking the seat back is a due change.
+    machine.connect(Some(CREATOR), None, None, now).unwrap();
+    let back = machine.due_change(now).expect("taken back");
+    let update = machine.apply(back, now);
+    assert_eq!(event_types(&update), ["seat_reclaimed"]);
     assert_eq!(machine.seats()[0].control, SeatControl::Human);
+    assert!(machine.due_change(now).is_none());
+    // A second hello of the owner, now playing the seat, changes nothing.
+    machine.connect(Some(CREATOR), None, None, now).unwrap();
     assert!(machine.due_change(now).is_none());
     play_first_legal(&mut machine, now).unwrap();
 }

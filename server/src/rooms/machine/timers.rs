@@ -49,14 +49,16 @@ impl RoomMachine {
         true
     }
 
-    /// A change that is due without any request: an expired lobby, or a seat that timed
-    /// out too often and is now abandoned.
+    /// A change that is due without any request: an expired lobby, an abandoned seat
+    /// whose owner came back, or a seat that timed out too often and is now abandoned.
     pub fn due_change(&self, now: Millis) -> Option<Change> {
         match self.lobby.status {
             LobbyStatus::Open if now >= self.expires_at() => {
                 Some(Change::Cancelled(CancelReason::Expired))
             }
-            LobbyStatus::Playing => self.seat_to_abandon(now),
+            LobbyStatus::Playing => self
+                .seat_to_reclaim(now)
+                .or_else(|| self.seat_to_abandon(now)),
             _ => None,
         }
     }
