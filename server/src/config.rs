@@ -20,6 +20,9 @@ pub struct Config {
     pub bot_threads: usize,
     /// Cluster mode (NATS and a node name); None for a single node.
     pub cluster: Option<ClusterConfig>,
+    /// A single node may start on a database whose cluster nodes hold live leases, and
+    /// clear them; without it such a start is refused.
+    pub take_over_from_cluster: bool,
 }
 
 impl Config {
@@ -31,6 +34,7 @@ impl Config {
             rooms: RoomSettings::default(),
             bot_threads: default_bot_threads(),
             cluster: None,
+            take_over_from_cluster: false,
         }
     }
 }
@@ -87,6 +91,9 @@ pub struct Limits {
     /// How long a client may take to send a request's headers (and how long an idle
     /// connection is kept open waiting for the next request).
     pub header_read_timeout: Duration,
+    /// After shutdown begins, the longest the server waits for its tasks to finish
+    /// before it exits anyway, whatever the database or NATS are doing.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -111,6 +118,7 @@ impl Default for Limits {
             close_handshake: Duration::from_secs(2),
             send_timeout: Duration::from_secs(10),
             header_read_timeout: Duration::from_secs(10),
+            drain_timeout: Duration::from_secs(20),
         }
     }
 }

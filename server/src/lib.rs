@@ -30,6 +30,7 @@ use crate::cluster::Cluster;
 use crate::config::Config;
 use crate::error::AppError;
 use crate::rooms::actor::Room;
+use crate::rooms::tenure::{BootTime, Tenure};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -91,23 +92,40 @@ pub async fn run(
         tracing::info!(node = %cluster.node, nats = %cluster_config.nats_url, "cluster mode");
         state = state.in_cluster(cluster);
     }
-    restore_rooms(&state).await?;
+    restore_rooms(&state, config.take_over_from_cluster).await?;
     if let Some(cluster) = state.cluster.clone() {
-        state
-            .tasks
-            .spawn(cluster::lease::keep_leases(state.clone(), cluster));
+        let tasks = &state.tasks;
+        tasks.spawn(cluster::lease::keep_leases(state.clone(), cluster.clone()));
+        tasks.spawn(cluster::lease::sweep_orphans(state.clone(), cluster));
     }
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
     tracing::info!("draining");
-    state.tasks.close();
-    state.tasks.wait().await;
-    if let Some(cluster) = &state.cluster {
-        cluster::lease::release_leases(&state, cluster).await;
-        let _ = cluster.nats.flush().await;
+    let drain_timeout = state.limits.drain_timeout;
+    if tokio::time::timeout(drain_timeout, drain(&state))
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            ?drain_timeout,
+            "the drain timed out; exiting with tasks still running"
+        );
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Waits for every connection and room to finish, then (cluster mode) hands this node's
+/// games over. Bounded by the caller: neither the database nor NATS may hold it up.
+async fn drain(state: &AppState) {
+    state.tasks.close();
+    state.tasks.wait().await;
+    if let Some(cluster) = &state.cluster {
+        cluster::lease::release_leases(state, cluster).await;
+        if !cluster.flush().await {
+            tracing::warn!("NATS did not confirm the last messages");
+        }
+    }
 }
 
 /// Connects to the database, waiting for it while it is unreachable (as when it starts
@@ -119,7 +137,7 @@ async fn connect_store(
     loop {
         match Store::connect_with(options).await {
             Ok(store) => return Ok(Some(store)),
-            Err(StoreError::Unavailable(cause)) => {
+            Err(StoreError::Unavailable(cause) | StoreError::Unreachable(cause)) => {
                 tracing::warn!(%cause, "database unreachable; retrying in 1 s");
             }
             Err(other) => return Err(other),
@@ -134,8 +152,9 @@ async fn connect_store(
 /// Brings back every unfinished lobby and game from its log: all of them for a single
 /// node; in cluster mode only those whose lease this node still holds (restarted under
 /// the same name before they lapsed); the lease keeper's sweep takes the unowned ones.
-async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
+async fn restore_rooms(state: &AppState, take_over_from_cluster: bool) -> Result<(), ServeError> {
     let mut live = state.store.live_games().await?;
+    let asked = BootTime::now();
     match &state.cluster {
         Some(cluster) => {
             let held = state
@@ -143,25 +162,17 @@ async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
                 .renew_leases(&cluster.node, cluster.lease_ttl)
                 .await?;
             live.retain(|game| held.contains(&game.lobby.id));
+            cluster.lease.renewed(asked, held.into_iter().collect());
         }
-        // A single node owns every game: leases left by an earlier cluster would fence
-        // its writes.
-        None => {
-            let cleared = state.store.clear_leases().await?;
-            if cleared > 0 {
-                tracing::warn!(
-                    cleared,
-                    "cleared the leases of cluster nodes: this node serves alone"
-                );
-            }
-        }
+        None => take_over_leases(state, take_over_from_cluster).await?,
     }
     let count = live.len();
     for game in live {
         let id = game.lobby.id;
         match Room::restore(game, state.room_services()) {
-            Ok(room) => match &state.cluster {
+            Ok(mut room) => match &state.cluster {
                 Some(cluster) => {
+                    room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
                     let started = cluster::start_owned_room(state, cluster, room, true).await;
                     if let Err(error) = started {
                         tracing::error!(room = %id, %error, "cannot serve a restored game");
@@ -181,5 +192,31 @@ async fn restore_rooms(state: &AppState) -> Result<(), StoreError> {
         of = count,
         "unfinished games restored"
     );
+    Ok(())
+}
+
+/// A single node owns every game, so leases left by an earlier cluster (which would fence
+/// its writes) are cleared; but not while a cluster's nodes are alive, unless told to:
+/// a node pointed at a running cluster's database by mistake would fight the cluster
+/// over every game.
+async fn take_over_leases(
+    state: &AppState,
+    take_over_from_cluster: bool,
+) -> Result<(), ServeError> {
+    let alive = state.store.live_cluster_nodes().await?;
+    if !alive.is_empty() && !take_over_from_cluster {
+        return Err(ServeError::Cluster(format!(
+            "cluster nodes hold live leases on this database ({}): start with --nats to join \
+             them, or stop them first (or pass --take-over-from-cluster)",
+            alive.join(", ")
+        )));
+    }
+    let cleared = state.store.clear_leases().await?;
+    if cleared > 0 {
+        tracing::warn!(
+            cleared,
+            "cleared the leases of cluster nodes: this node serves alone"
+        );
+    }
     Ok(())
 }

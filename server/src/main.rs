@@ -122,6 +122,12 @@ struct ClusterArgs {
     /// a node that dies are taken over after at most this long.
     #[arg(long, env = "LEASE_TTL", default_value_t = HumanDuration(ClusterConfig::DEFAULT_LEASE_TTL))]
     lease_ttl: HumanDuration,
+    /// Without `--nats`: start alone on a database whose cluster nodes still hold live
+    /// leases, clearing them. Without this flag such a start is refused, so that a node
+    /// pointed at a running cluster's database by mistake does not fight it over every
+    /// game. Stop the cluster first.
+    #[arg(long, env = "TAKE_OVER_FROM_CLUSTER", conflicts_with = "nats")]
+    take_over_from_cluster: bool,
 }
 
 #[derive(Args, Clone)]
@@ -227,6 +233,10 @@ struct TimeoutArgs {
     /// How long a client may take to send request headers, or stay idle between requests.
     #[arg(long, env = "HEADER_READ_TIMEOUT", default_value_t = HumanDuration(Limits::default().header_read_timeout))]
     header_read_timeout: HumanDuration,
+    /// After SIGTERM, the longest the server waits for its connections and rooms to
+    /// finish (and, in cluster mode, to hand its games over) before it exits anyway.
+    #[arg(long, env = "DRAIN_TIMEOUT", default_value_t = HumanDuration(Limits::default().drain_timeout))]
+    drain_timeout: HumanDuration,
 }
 
 #[derive(Args)]
@@ -334,6 +344,7 @@ fn config_from(args: &ServeArgs) -> Config {
         close_handshake: timeouts.close_handshake.0,
         send_timeout: timeouts.send_timeout.0,
         header_read_timeout: timeouts.header_read_timeout.0,
+        drain_timeout: timeouts.drain_timeout.0,
     };
     let rooms = RoomSettings {
         lobby_idle_timeout: args.rooms.lobby_idle_timeout.0,
@@ -348,6 +359,7 @@ fn config_from(args: &ServeArgs) -> Config {
         rooms,
         bot_threads,
         cluster,
+        take_over_from_cluster: args.cluster.take_over_from_cluster,
     }
 }
 

@@ -549,6 +549,13 @@ impl Connection {
                 self.send_text(outgoing.for_others.clone()).await;
                 Flow::Close(close::RESTART, "server restarting")
             }
+            // The game is further than this client: an update was lost between nodes.
+            Ok(outgoing) if outgoing.seq_check => {
+                if outgoing.seq > self.last_seq {
+                    let _ = self.resync(self.last_seq).await;
+                }
+                Flow::Continue
+            }
             // An update that skips some (the owner's relay fell behind, in cluster mode):
             // the missing ones are fetched rather than leaving a hole in the client's log.
             Ok(outgoing) if self.skips(&outgoing) => {

@@ -1,12 +1,21 @@
-//! The lease keeper: one task per node that renews this node's leases, unloads the rooms
-//! whose lease it lost, and takes over the games no live node holds.
+//! The lease keeper: two tasks per node. One renews this node's leases (every third of
+//! their time to live, and at once when a room asks to be sure of its game), records
+//! what each renewal proved in the node's [`NodeLease`] (which rooms read to know
+//! whether they may still decide their games from memory), and unloads the rooms whose
+//! lease it lost. The other takes over the games no live node holds.
+//!
+//! They are apart so that a long sweep (restoring dozens of games from their logs) can
+//! never hold up a renewal and let this node's own leases lapse.
 //!
 //! Leases are timed by the database's clock, never a node's, so nodes whose clocks
 //! disagree still agree on who owns what. A node that cannot renew (the database is out
 //! of reach) keeps its rooms: the fencing in the database refuses their writes once
-//! another node has taken a game, and the next renewal that works unloads them.
+//! another node has taken a game, their [`Tenure`](crate::rooms::tenure::Tenure) stops
+//! trusting memory once the last renewal is too old, and the next renewal that works
+//! unloads them.
 
 use crate::cluster::{Cluster, take_over_orphans};
+use crate::rooms::tenure::BootTime;
 use crate::rooms::{RoomHandle, RoomRequest};
 use crate::state::AppState;
 use carcassonne_store::Store;
@@ -17,69 +26,91 @@ use uuid::Uuid;
 /// How often a node looks for games whose owner died.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-/// Renews and sweeps until shutdown.
+/// Renews this node's leases until shutdown.
 pub async fn keep_leases(state: AppState, cluster: Cluster) {
     let mut renew = tokio::time::interval(cluster.lease_ttl / 3);
-    let mut sweep = tokio::time::interval(SWEEP_EVERY);
-    let mut unloaded = HashSet::new();
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut keeper = Keeper::default();
     loop {
         tokio::select! {
-            _ = renew.tick() => unloaded = renew_leases(&state, &cluster, &unloaded).await,
-            _ = sweep.tick() => {
-                match take_over_orphans(&state, &cluster).await {
-                    Ok(0) => {}
-                    Ok(taken) => tracing::info!(taken, "took over games whose owner stopped"),
-                    Err(error) => tracing::warn!(%error, "cannot look for games without an owner"),
-                }
-            }
+            _ = renew.tick() => {}
+            () = cluster.lease.renewal_wanted() => {}
             _ = state.shutdown.cancelled() => return,
+        }
+        keeper.renew(&state, &cluster).await;
+    }
+}
+
+/// Takes over games whose owner stopped or died, every [`SWEEP_EVERY`], until shutdown.
+pub async fn sweep_orphans(state: AppState, cluster: Cluster) {
+    let mut sweep = tokio::time::interval(SWEEP_EVERY);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = sweep.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        match take_over_orphans(&state, &cluster).await {
+            Ok(0) => {}
+            Ok(taken) => tracing::info!(taken, "took over games whose owner stopped"),
+            Err(error) => tracing::warn!(%error, "cannot look for games without an owner"),
         }
     }
 }
 
-/// Extends this node's leases and unloads the local rooms it no longer holds. Returns the
-/// games it owns without having them in memory; those it also owned so at the last
-/// renewal (`unloaded_before`) are given up.
-async fn renew_leases(
-    state: &AppState,
-    cluster: &Cluster,
-    unloaded_before: &HashSet<Uuid>,
-) -> HashSet<Uuid> {
-    let _registry = crate::cluster::hold_registry(cluster).await;
-    let held = match state
-        .store
-        .renew_leases(&cluster.node, cluster.lease_ttl)
-        .await
-    {
-        Ok(held) => held.into_iter().collect::<HashSet<_>>(),
-        Err(error) => {
-            tracing::warn!(%error, "cannot renew this node's leases");
-            return HashSet::new();
+/// What the renewing task remembers from one renewal to the next.
+#[derive(Default)]
+struct Keeper {
+    /// Games this node owned without having them in memory at the last renewal.
+    unloaded: HashSet<Uuid>,
+    /// Rooms already told to unload, so each is told (and logged) once.
+    told_to_unload: HashSet<Uuid>,
+}
+
+impl Keeper {
+    /// Extends this node's leases, records what that proved, and unloads the local rooms
+    /// it no longer holds. A game this node owns but no longer has in memory (its room
+    /// panicked) would be kept from everyone: it is given up, at the second renewal that
+    /// finds it so (a lobby is owned from its first row, a moment before its room starts).
+    async fn renew(&mut self, state: &AppState, cluster: &Cluster) {
+        let _registry = crate::cluster::hold_registry(cluster).await;
+        let asked = BootTime::now();
+        let held = match state
+            .store
+            .renew_leases(&cluster.node, cluster.lease_ttl)
+            .await
+        {
+            Ok(held) => held.into_iter().collect::<HashSet<_>>(),
+            Err(error) => {
+                cluster.lease.renewal_failed(asked);
+                tracing::warn!(%error, "cannot renew this node's leases");
+                return;
+            }
+        };
+        let local: Vec<RoomHandle> = state
+            .rooms
+            .all()
+            .into_iter()
+            .filter(|room| !room.is_remote())
+            .collect();
+        let loaded: HashSet<Uuid> = local.iter().map(|room| room.id).collect();
+        self.told_to_unload.retain(|id| loaded.contains(id));
+        for room in local.iter().filter(|room| !held.contains(&room.id)) {
+            // A room whose queue is full is told at the next renewal; meanwhile its
+            // tenure, renewed below without it, keeps it from deciding anything.
+            if !self.told_to_unload.contains(&room.id) && room.try_tell(RoomRequest::Unload) {
+                tracing::warn!(game = %room.id, "lost the lease of a game; unloading it");
+                self.told_to_unload.insert(room.id);
+            }
         }
-    };
-    let local: Vec<RoomHandle> = state
-        .rooms
-        .all()
-        .into_iter()
-        .filter(|room| !room.is_remote())
-        .collect();
-    for room in &local {
-        if !held.contains(&room.id) {
-            tracing::warn!(game = %room.id, "lost the lease of a game; unloading it");
-            state.metrics.cluster_event("lease_lost");
-            room.tell(RoomRequest::Unload).await;
+        let unloaded: HashSet<Uuid> = held.difference(&loaded).copied().collect();
+        for id in unloaded.intersection(&self.unloaded) {
+            tracing::warn!(game = %id, "owned a game not in memory; releasing it");
+            let _ = state.store.release_lease(*id, &cluster.node).await;
         }
+        self.unloaded = unloaded;
+        cluster.lease.renewed(asked, held);
     }
-    // A game this node owns but no longer has in memory (its room panicked) would be
-    // kept from everyone: give it up. Only at the second renewal that finds it so: a
-    // lobby is owned from its first row, a moment before its room starts.
-    let loaded: HashSet<Uuid> = local.iter().map(|room| room.id).collect();
-    let unloaded: HashSet<Uuid> = held.difference(&loaded).copied().collect();
-    for id in unloaded.intersection(unloaded_before) {
-        tracing::warn!(game = %id, "owned a game not in memory; releasing it");
-        let _ = state.store.release_lease(*id, &cluster.node).await;
-    }
-    unloaded
 }
 
 /// Gives up a game's lease as soon as its room stops here (a shutdown, a panic), so that

@@ -23,6 +23,7 @@ pub mod wire;
 use crate::error::AppError;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
+use crate::rooms::tenure::{BootTime, NodeLease, Tenure};
 use crate::state::AppState;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +55,11 @@ pub struct Cluster {
     pub node: Arc<str>,
     pub nats: async_nats::Client,
     pub lease_ttl: Duration,
+    /// This node's lease on its games, as the lease keeper last renewed it.
+    pub lease: Arc<NodeLease>,
+    /// Counts NATS's reconnections: a stand-in that sees it change asks its owner for
+    /// the `seq`, since updates published while NATS was away are lost.
+    pub reconnections: tokio::sync::watch::Receiver<u64>,
     /// Held while a game is being resolved or taken over, so that two requests for the
     /// same unknown game never restore it twice.
     resolving: Arc<tokio::sync::Mutex<()>>,
@@ -63,17 +69,50 @@ impl Cluster {
     /// Connects to NATS. Fails when NATS does not answer: a node that cannot reach the
     /// others must not take games.
     pub async fn connect(config: &ClusterConfig) -> Result<Cluster, async_nats::ConnectError> {
+        let (reconnected, reconnections) = tokio::sync::watch::channel(0);
         let nats = async_nats::ConnectOptions::new()
             .name(format!("carcassonne {}", config.node))
-            .request_timeout(Some(Duration::from_secs(5)))
+            .request_timeout(Some(NATS_WAIT))
+            .event_callback(move |event| {
+                let reconnected = reconnected.clone();
+                async move { note_nats_event(event, &reconnected) }
+            })
             .connect(config.nats_url.as_str())
             .await?;
+        let node: Arc<str> = config.node.as_str().into();
         Ok(Cluster {
-            node: config.node.as_str().into(),
+            lease: NodeLease::new(node.clone(), config.lease_ttl),
+            node,
             nats,
             lease_ttl: config.lease_ttl,
+            reconnections,
             resolving: Arc::default(),
         })
+    }
+
+    /// Waits until NATS has every subscription and publication made so far, at most
+    /// [`NATS_WAIT`]: false when NATS is away.
+    pub async fn flush(&self) -> bool {
+        matches!(
+            tokio::time::timeout(NATS_WAIT, self.nats.flush()).await,
+            Ok(Ok(()))
+        )
+    }
+}
+
+/// The longest any NATS call waits: a request for its answer, a publication or a flush
+/// while NATS is away. Past it the caller treats NATS as away; nothing waits for NATS
+/// without a bound, shutdown least of all.
+pub const NATS_WAIT: Duration = Duration::from_secs(3);
+
+fn note_nats_event(event: async_nats::Event, reconnected: &tokio::sync::watch::Sender<u64>) {
+    match event {
+        async_nats::Event::Connected => {
+            tracing::info!("NATS connection (re)established");
+            reconnected.send_modify(|count| *count += 1);
+        }
+        async_nats::Event::Disconnected => tracing::warn!("NATS connection lost; reconnecting"),
+        other => tracing::debug!(event = %other, "NATS event"),
     }
 }
 
@@ -126,6 +165,7 @@ async fn take_over(
     id: Uuid,
 ) -> Result<Option<RoomHandle>, AppError> {
     let store = &state.store;
+    let asked = BootTime::now();
     if !store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
         .await
@@ -137,7 +177,8 @@ async fn take_over(
         return Ok(None);
     };
     match Room::restore(live, state.room_services()) {
-        Ok(room) => {
+        Ok(mut room) => {
+            room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
             tracing::info!(game = %id, node = %cluster.node, "took the game over");
             state.metrics.cluster_event("taken_over");
             start_owned_room(state, cluster, room, true).await.map(Some)
@@ -155,7 +196,7 @@ async fn take_over(
 /// node cannot look dead to the others before its keeper's first renewal. Should the
 /// game be another node's after all (this node's lease had lapsed and a sweep took it),
 /// that node serves it and this one does not.
-pub async fn start_new_room(state: &AppState, room: Room) -> Result<(), AppError> {
+pub async fn start_new_room(state: &AppState, mut room: Room) -> Result<(), AppError> {
     let Some(cluster) = &state.cluster else {
         state.spawn_room(room);
         return Ok(());
@@ -163,11 +204,13 @@ pub async fn start_new_room(state: &AppState, room: Room) -> Result<(), AppError
     let _resolving = cluster.resolving.lock().await;
     let id = room.id();
     let store = &state.store;
+    let asked = BootTime::now();
     if store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
         .await
         .map_err(AppError::from_store)?
     {
+        room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
         start_owned_room(state, cluster, room, false).await?;
     }
     Ok(())

@@ -6,13 +6,14 @@
 //! node with connections to the game. The room itself knows nothing of the cluster.
 
 use crate::cluster::wire::{self, Answer, Published, Request};
-use crate::cluster::{Cluster, requests_subject, updates_subject};
+use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
 use async_nats::Subscriber;
 use carcassonne_store::Store;
 use futures_util::StreamExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::broadcast::{self, error::RecvError};
 
 /// Relays for `room` until it ends. `takeover` says the room was restored from its log
@@ -30,17 +31,22 @@ pub async fn relay(
     if takeover {
         publish(&cluster, id, &Published::TakenOver).await;
     }
+    let published_seq = Arc::new(AtomicU64::new(0));
     let mut closing = false;
     loop {
         tokio::select! {
             message = requests.next() => match message {
-                Some(message) => answer_later(&cluster, &room, message),
+                Some(message) => answer_later(&cluster, &room, &published_seq, message),
                 None => break,
             },
             update = updates.recv() => match update {
                 Ok(outgoing) => {
                     closing |= outgoing.closing;
+                    let seq = outgoing.seq;
                     publish(&cluster, id, &Published::Update(outgoing)).await;
+                    if let Some(seq) = seq {
+                        published_seq.fetch_max(seq, Ordering::Relaxed);
+                    }
                 }
                 // Other nodes' connections see the gap in `seq` and resynchronise.
                 Err(RecvError::Lagged(skipped)) => {
@@ -75,29 +81,37 @@ pub async fn listen(cluster: &Cluster, id: uuid::Uuid) -> Result<Subscriber, App
         tracing::error!(%error, game = %id, "cannot listen for other nodes' requests");
         AppError::ShuttingDown
     })?;
-    cluster.nats.flush().await.map_err(|error| {
-        tracing::error!(%error, game = %id, "NATS does not confirm a subscription");
-        AppError::ShuttingDown
-    })?;
+    if !cluster.flush().await {
+        tracing::error!(game = %id, "NATS does not confirm a subscription");
+        return Err(AppError::ShuttingDown);
+    }
     Ok(requests)
 }
 
+/// Publishes to other nodes, within [`NATS_WAIT`]. An update lost here (NATS is away) is
+/// found missing by the stand-ins' checks of the published `seq`.
 async fn publish(cluster: &Cluster, id: uuid::Uuid, published: &Published) {
     let (headers, payload) = published.encode();
     let subject = updates_subject(id);
-    if let Err(error) = cluster
-        .nats
-        .publish_with_headers(subject, headers, payload)
-        .await
-    {
-        tracing::warn!(%error, game = %id, "cannot publish an update to other nodes");
+    let sent = cluster.nats.publish_with_headers(subject, headers, payload);
+    match tokio::time::timeout(NATS_WAIT, sent).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(%error, game = %id, "cannot publish an update to other nodes")
+        }
+        Err(_) => tracing::warn!(game = %id, "NATS took too long to take an update"),
     }
 }
 
 /// Starts answering one request. Requests are answered in their own tasks so that a slow
 /// one (a join waiting on the database) never holds up the room's updates; the order
 /// that matters (one connection's commands) is kept by the caller, who waits for each.
-fn answer_later(cluster: &Cluster, room: &RoomHandle, message: async_nats::Message) {
+fn answer_later(
+    cluster: &Cluster,
+    room: &RoomHandle,
+    published_seq: &Arc<AtomicU64>,
+    message: async_nats::Message,
+) {
     let Some(reply_to) = message.reply.clone() else {
         // Only a disconnect needs no answer.
         if let Ok(Request::Disconnect { token_hash }) = serde_json::from_slice(&message.payload) {
@@ -106,9 +120,12 @@ fn answer_later(cluster: &Cluster, room: &RoomHandle, message: async_nats::Messa
         }
         return;
     };
-    let (cluster, room) = (cluster.clone(), room.clone());
+    let (cluster, room, published_seq) = (cluster.clone(), room.clone(), published_seq.clone());
     tokio::spawn(async move {
         let answer = match serde_json::from_slice::<Request>(&message.payload) {
+            Ok(Request::PublishedSeq) => Answer::Seq {
+                seq: published_seq.load(Ordering::Relaxed),
+            },
             Ok(request) => perform(&room, request).await,
             Err(error) => {
                 tracing::error!(%error, "a node sent a request this node cannot read");
@@ -116,8 +133,11 @@ fn answer_later(cluster: &Cluster, room: &RoomHandle, message: async_nats::Messa
             }
         };
         let payload = serde_json::to_vec(&answer).expect("serializable");
-        if let Err(error) = cluster.nats.publish(reply_to, payload.into()).await {
-            tracing::warn!(%error, "cannot answer another node's request");
+        let sent = cluster.nats.publish(reply_to, payload.into());
+        match tokio::time::timeout(NATS_WAIT, sent).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "cannot answer another node's request"),
+            Err(_) => tracing::warn!("NATS took too long to take an answer"),
         }
     });
 }
@@ -232,6 +252,8 @@ async fn perform_connection_request(
             room.tell(R::Disconnect { token_hash }).await;
             Ok(Answer::Done)
         }
+        // Answered by `answer_later` from what the relay published.
+        Request::PublishedSeq => Err(AppError::Internal),
         Request::Resync {
             token_hash,
             last_seq,

@@ -7,9 +7,16 @@
 //! for every local connection. When the owner stops answering, is replaced, or the game
 //! ends, the stand-in closes its connections (they reconnect and find the new owner)
 //! and leaves the registry.
+//!
+//! NATS delivers at most once: an update published while NATS reconnects is lost, and a
+//! client waiting for its turn would wait forever. So a stand-in that has connections
+//! and heard nothing for [`QUIET_CHECK`], or whose NATS connection was just made again,
+//! asks the owner for the `seq` of the last update it published; if that is further than
+//! what came through, its connections are told ([`Outgoing::seq_check`]) and those that
+//! are behind catch up from the owner.
 
-use crate::cluster::wire::{self, Published};
-use crate::cluster::{Cluster, requests_subject, updates_subject};
+use crate::cluster::wire::{self, Answer, Published, Request};
+use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
@@ -24,6 +31,9 @@ use uuid::Uuid;
 
 /// A stand-in with no connection and no request for this long leaves memory.
 const IDLE_UNLOAD: Duration = Duration::from_secs(60);
+/// A stand-in with connections that heard no update for this long checks that it missed
+/// none: the longest a client waits for an update NATS lost, once NATS is back.
+pub const QUIET_CHECK: Duration = Duration::from_secs(2);
 /// How many requests may wait for the stand-in, as for a local room.
 const QUEUE: usize = 256;
 
@@ -48,6 +58,12 @@ pub struct RemoteRoom {
     stopped: CancellationToken,
     last_used: Instant,
     metrics: Arc<Metrics>,
+    /// The highest `seq` relayed to the local connections, and when anything last came.
+    relayed_seq: Option<u64>,
+    last_heard: Instant,
+    /// The owner's answers to this stand-in's checks of the published `seq`.
+    checked: mpsc::UnboundedSender<Option<u64>>,
+    checking: bool,
 }
 
 /// Starts a stand-in for game `id` and registers it.
@@ -62,14 +78,13 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
         })?;
     // The owner must see the subscription before it is asked anything, or an update it
     // publishes just after its answer could miss this node.
-    cluster
-        .nats
-        .flush()
-        .await
-        .map_err(|_| AppError::ShuttingDown)?;
+    if !cluster.flush().await {
+        return Err(AppError::ShuttingDown);
+    }
     let (sender, requests) = mpsc::channel(QUEUE);
     let handle = RoomHandle::remote(id, sender);
     let (owner_lost, lost) = mpsc::unbounded_channel();
+    let (checked, checks) = mpsc::unbounded_channel();
     let room = RemoteRoom {
         id,
         cluster: cluster.clone(),
@@ -78,14 +93,23 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
         stopped: CancellationToken::new(),
         last_used: Instant::now(),
         metrics: state.metrics.clone(),
+        relayed_seq: None,
+        last_heard: Instant::now(),
+        checked,
+        checking: false,
     };
     state.rooms.insert(handle.clone());
     state.metrics.stand_ins.inc();
     let (rooms, registered, shutdown) =
         (state.rooms.clone(), handle.clone(), state.shutdown.clone());
     let metrics = state.metrics.clone();
+    let heard = Heard {
+        published: subscription,
+        owner_lost: lost,
+        checks,
+    };
     state.tasks.spawn(async move {
-        room.run(requests, subscription, lost, shutdown).await;
+        room.run(requests, heard, shutdown).await;
         rooms.remove_handle(&registered);
         metrics.stand_ins.dec();
     });
@@ -93,15 +117,27 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
     Ok(handle)
 }
 
+/// What a stand-in hears besides its requests.
+struct Heard {
+    /// The owner's updates.
+    published: Subscriber,
+    /// Told by a request's task that the owner did not answer.
+    owner_lost: mpsc::UnboundedReceiver<()>,
+    /// The owner's answers to checks of the published `seq` (None: no answer).
+    checks: mpsc::UnboundedReceiver<Option<u64>>,
+}
+
 impl RemoteRoom {
     async fn run(
         mut self,
         mut requests: mpsc::Receiver<RoomRequest>,
-        mut published: Subscriber,
-        mut lost: mpsc::UnboundedReceiver<()>,
+        mut heard: Heard,
         shutdown: CancellationToken,
     ) {
         let mut idle_check = tokio::time::interval(IDLE_UNLOAD / 4);
+        let mut quiet_check = tokio::time::interval(QUIET_CHECK);
+        let mut reconnections = self.cluster.reconnections.clone();
+        reconnections.mark_unchanged();
         let stop = loop {
             tokio::select! {
                 request = requests.recv() => match request {
@@ -109,11 +145,9 @@ impl RemoteRoom {
                     Some(request) => self.forward(request),
                     None => break Stop::Idle,
                 },
-                message = published.next() => match message.map(|m| Published::decode(m.headers.as_ref(), m.payload)) {
+                message = heard.published.next() => match message.map(|m| Published::decode(m.headers.as_ref(), m.payload)) {
                     Some(Ok(Published::Update(outgoing))) => {
-                        let closing = outgoing.closing;
-                        let _ = self.updates.send(outgoing);
-                        if closing {
+                        if self.relay(outgoing) {
                             break Stop::Reconnect;
                         }
                     }
@@ -121,7 +155,10 @@ impl RemoteRoom {
                     Some(Ok(Published::TakenOver)) | None => break Stop::Reconnect,
                     Some(Err(error)) => tracing::error!(%error, "an update this node cannot read"),
                 },
-                Some(()) = lost.recv() => break Stop::Reconnect,
+                Some(()) = heard.owner_lost.recv() => break Stop::Reconnect,
+                Some(checked) = heard.checks.recv() => self.on_checked(checked),
+                _ = quiet_check.tick() => if self.quiet() { self.check_published_seq() },
+                Ok(()) = reconnections.changed() => self.check_published_seq(),
                 _ = idle_check.tick() => if self.idle() { break Stop::Idle },
                 _ = shutdown.cancelled() => break Stop::Idle,
             }
@@ -146,6 +183,64 @@ impl RemoteRoom {
         self.updates.receiver_count() == 0 && self.last_used.elapsed() >= IDLE_UNLOAD
     }
 
+    /// Passes an update of the owner on to the local connections; true when it closes
+    /// them (the owner is stopping).
+    fn relay(&mut self, outgoing: Arc<Outgoing>) -> bool {
+        self.last_heard = Instant::now();
+        if outgoing.seq > self.relayed_seq {
+            self.relayed_seq = outgoing.seq;
+        }
+        let closing = outgoing.closing;
+        let _ = self.updates.send(outgoing);
+        closing
+    }
+
+    /// Whether connections have heard nothing from the owner for a while.
+    fn quiet(&self) -> bool {
+        self.updates.receiver_count() > 0 && self.last_heard.elapsed() >= QUIET_CHECK
+    }
+
+    /// Asks the owner, in a task of its own, which `seq` it last published.
+    fn check_published_seq(&mut self) {
+        if self.checking || self.updates.receiver_count() == 0 {
+            return;
+        }
+        self.checking = true;
+        let payload = serde_json::to_vec(&Request::PublishedSeq).expect("serializable");
+        let (nats, subject) = (self.cluster.nats.clone(), requests_subject(self.id));
+        let (checked, lost) = (self.checked.clone(), self.owner_lost.clone());
+        tokio::spawn(async move {
+            let seq = match nats.request(subject, payload.into()).await {
+                Ok(message) => match serde_json::from_slice(&message.payload) {
+                    Ok(Answer::Seq { seq }) => Some(seq),
+                    _ => None,
+                },
+                Err(error) => {
+                    // Nobody listens for the game: its owner is gone.
+                    if error.kind() == RequestErrorKind::NoResponders {
+                        let _ = lost.send(());
+                    }
+                    tracing::debug!(%error, "cannot check a game's published seq");
+                    None
+                }
+            };
+            let _ = checked.send(seq);
+        });
+    }
+
+    /// The owner published up to `checked`: connections behind it catch up.
+    fn on_checked(&mut self, checked: Option<u64>) {
+        self.checking = false;
+        self.last_heard = Instant::now();
+        let Some(seq) = checked.filter(|&seq| Some(seq) > self.relayed_seq) else {
+            return;
+        };
+        tracing::info!(game = %self.id, seq, relayed = ?self.relayed_seq, "updates were lost on their way here; connections catch up");
+        self.metrics.cluster_event("lost_updates_found");
+        self.relayed_seq = Some(seq);
+        let _ = self.updates.send(Arc::new(Outgoing::seq_check(seq)));
+    }
+
     /// Local connections close with 1012 and come back to whichever node owns the game.
     fn tell_connections_to_reconnect(&self) {
         let closing = Outgoing::closing("the game moved to another server; reconnect");
@@ -168,8 +263,9 @@ impl RemoteRoom {
         metrics.cluster_event("relayed");
         tokio::spawn(async move {
             let Some(waiter) = waiter else {
-                if let Err(error) = nats.publish(subject, payload.into()).await {
-                    tracing::warn!(%error, "cannot tell the owner of a game");
+                let told = nats.publish(subject, payload.into());
+                if !matches!(tokio::time::timeout(NATS_WAIT, told).await, Ok(Ok(()))) {
+                    tracing::warn!("cannot tell the owner of a game");
                 }
                 return;
             };
