@@ -259,7 +259,7 @@ pub enum PatchOp {
 }
 
 /// A finished game in the notation of `notation.md`, with the server's extras (`id`,
-/// `name`, `seats`, `started_at`, `finished_at`, and the deck's `seed`).
+/// `name`, `seats`, `status`, `started_at`, `finished_at`, and the deck's proof).
 #[derive(Serialize, ToSchema)]
 pub struct GameRecordSchema {
     pub rules: RulesSchema,
@@ -268,6 +268,24 @@ pub struct GameRecordSchema {
     pub draw_order: Vec<String>,
     /// One entry per placed tile.
     pub turns: Vec<TurnRecordSchema>,
+    pub id: uuid::Uuid,
+    pub name: String,
+    /// The players' display names, by seat.
+    pub seats: Vec<String>,
+    pub status: MatchStatusName,
+    /// RFC 3339.
+    pub started_at: Option<String>,
+    /// RFC 3339.
+    pub finished_at: String,
+    /// The deck's 64-bit seed: with `deck_salt`, it hashes to `deck_commitment`, and it
+    /// shuffles to `draw_order` (`carcassonne-server replay` checks both).
+    pub seed: u64,
+    /// The commitment's 32-byte salt, as 64 lowercase hex digits.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub deck_salt: Option<String>,
+    /// The SHA-256 published at the start of the game, as 64 lowercase hex digits.
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    pub deck_commitment: Option<String>,
 }
 
 /// One placed tile and what its player did next.
