@@ -170,8 +170,15 @@ pub struct WsClient {
 
 impl WsClient {
     pub async fn connect(url: &str) -> WsClient {
-        let (socket, _) = connect_async(url).await.expect("websocket connects");
-        WsClient {
+        WsClient::try_connect(url)
+            .await
+            .expect("websocket connects")
+    }
+
+    /// Connects, or says why the server refused the upgrade.
+    pub async fn try_connect(url: &str) -> Result<WsClient, String> {
+        let (socket, _) = connect_async(url).await.map_err(|e| e.to_string())?;
+        Ok(WsClient {
             socket,
             seq: None,
             state: Value::Null,
@@ -179,7 +186,7 @@ impl WsClient {
             seat: None,
             events: Vec::new(),
             pending: VecDeque::new(),
-        }
+        })
     }
 
     /// Connects and says hello; returns the client after its welcome.
@@ -319,6 +326,25 @@ impl WsClient {
             self.pending.push_front(message);
         }
         reply
+    }
+
+    /// Every message until the connection closes (or `patience` runs out), without
+    /// mirroring them, and the close code if a close frame came.
+    pub async fn rest_until_closed(&mut self, patience: Duration) -> (Vec<Value>, Option<u16>) {
+        let mut messages: Vec<Value> = self.pending.drain(..).collect();
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            match tokio::time::timeout_at(deadline, self.socket.next()).await {
+                Ok(Some(Ok(Message::Text(text)))) => {
+                    messages.push(serde_json::from_str(&text).expect("the server sends JSON"));
+                }
+                Ok(Some(Ok(Message::Close(frame)))) => {
+                    return (messages, frame.map(|f| u16::from(f.code)));
+                }
+                Ok(Some(Ok(_))) => continue,
+                Ok(Some(Err(_)) | None) | Err(_) => return (messages, None),
+            }
+        }
     }
 
     /// The frame after which the server closed the connection, and its close code.

@@ -5,26 +5,36 @@
 //! CI sets, they fail instead.
 //!
 //! A [`RoamingClient`] is a player (or spectator) that stays with its game whatever
-//! happens to the node it is connected to: when its connection closes it reconnects to
-//! another live node and resumes from the last `seq` it saw, resending an unanswered
-//! command under the same id. Along the way it checks what every client must see: each
-//! update is the next `seq`, and every frame is valid under the protocol's schema.
+//! happens to the node it is connected to: when its connection closes, or the node stops
+//! answering, it reconnects to another node and resumes from the last `seq` it saw,
+//! resending an unanswered command under the same id. Along the way it checks what every
+//! client must see: each update is the next `seq`, every frame is valid under the
+//! protocol's schema, and the game never goes quiet for long. It reports the state it
+//! mirrored at every `seq` and every refusal it got, which the tests check against the
+//! other clients and the database.
 
-use crate::client::{assert_valid_server_message, legal_moves_of};
+use crate::client::{Api, assert_valid_server_message, legal_moves_of};
+use crate::database::TestDatabase;
 use crate::database::skip_unless_required;
 use crate::server::TestServer;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
-/// How long a roaming client may go without any frame before the test fails: longer
-/// than a lease (a killed owner's games wait for it to lapse) plus a sweep.
+/// How long a roaming client may go without any message (pings do not count) before the
+/// test fails: a client is waiting for an update that never comes. Longer than a frozen
+/// or killed owner takes to be replaced (a lease and a sweep) with room to spare.
 const ROAMING_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long a node may take to accept a connection and welcome it before the client
+/// tries another: a frozen node accepts TCP connections and says nothing.
+const WELCOME_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The NATS server the cluster tests use.
 pub fn nats_url() -> String {
@@ -48,10 +58,19 @@ pub fn nats_or_skip() -> bool {
 
 /// Starts one node of a cluster on `database_url` (Postgres), named `name`.
 pub async fn start_node(database_url: &str, name: &str, lease_ttl: &str) -> TestServer {
-    let nats = nats_url();
+    start_node_on(database_url, &nats_url(), name, lease_ttl).await
+}
+
+/// Starts one node of a cluster on `database_url` (Postgres) and the NATS at `nats`.
+pub async fn start_node_on(
+    database_url: &str,
+    nats: &str,
+    name: &str,
+    lease_ttl: &str,
+) -> TestServer {
     let options = [
         "--nats",
-        &nats,
+        nats,
         "--node-name",
         name,
         "--lease-ttl",
@@ -78,6 +97,11 @@ impl LiveNodes {
         self.addresses.lock().unwrap().retain(|&a| a != address);
     }
 
+    /// Puts a (re)started node in.
+    pub fn add(&self, address: SocketAddr) {
+        self.addresses.lock().unwrap().push(address);
+    }
+
     /// The node to try on attempt `attempt`, starting from the client's preferred one.
     fn pick(&self, preferred: usize, attempt: usize) -> SocketAddr {
         let addresses = self.addresses.lock().unwrap();
@@ -102,6 +126,10 @@ pub struct RoamingReport {
     pub saw_the_end: bool,
     pub seq: u64,
     pub acked: Vec<Acked>,
+    /// Every refusal of a command: its id and error code.
+    pub refused: Vec<(String, String)>,
+    /// A digest of the mirrored state after each snapshot and update, with its `seq`.
+    pub states: Vec<(u64, u64)>,
     /// Connections opened after the first.
     pub reconnects: u32,
 }
@@ -130,6 +158,21 @@ struct Mirror {
     /// The `seq` at which this connection sent its command, if it did.
     sent_at: Option<u64>,
     acked: Vec<Acked>,
+    refused: Vec<(String, String)>,
+    states: Vec<(u64, u64)>,
+}
+
+impl Mirror {
+    /// Notes the state just mirrored at `seq`.
+    fn record_state(&mut self) {
+        use std::hash::{Hash, Hasher};
+        let Some(seq) = self.seq else {
+            return;
+        };
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.state.to_string().hash(&mut hasher);
+        self.states.push((seq, hasher.finish()));
+    }
 }
 
 enum Next {
@@ -150,6 +193,8 @@ impl RoamingClient {
             legal: None,
             sent_at: None,
             acked: Vec::new(),
+            refused: Vec::new(),
+            states: Vec::new(),
         };
         let mut attempt = 0;
         loop {
@@ -166,13 +211,15 @@ impl RoamingClient {
                     saw_the_end,
                     seq: mirror.seq.unwrap_or(0),
                     acked: mirror.acked,
+                    refused: mirror.refused,
+                    states: mirror.states,
                     reconnects: attempt as u32,
                 };
             }
             attempt += 1;
             assert!(
-                attempt < 200,
-                "{}: a client reconnected 200 times",
+                attempt < 1000,
+                "{}: a client reconnected 1000 times",
                 self.game
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -181,12 +228,12 @@ impl RoamingClient {
 
     /// One connection, from hello until it ends or the game does.
     async fn connection(&self, url: &str, mirror: &mut Mirror) -> Next {
-        let mut socket = match connect_async(url).await {
-            Ok((socket, _)) => socket,
-            Err(WsError::Http(response)) if response.status() == 404 => {
+        let mut socket = match tokio::time::timeout(WELCOME_PATIENCE, connect_async(url)).await {
+            Ok(Ok((socket, _))) => socket,
+            Ok(Err(WsError::Http(response))) if response.status() == 404 => {
                 return self.finished_while_away(url).await;
             }
-            Err(_) => return Next::Reconnect,
+            Ok(Err(_)) | Err(_) => return Next::Reconnect,
         };
         mirror.sent_at = None;
         let hello = json!({ "type": "hello", "token": self.token, "last_seq": mirror.seq });
@@ -197,17 +244,29 @@ impl RoamingClient {
         {
             return Next::Reconnect;
         }
+        let mut welcomed = false;
+        let mut last_message = std::time::Instant::now();
         loop {
-            let frame = tokio::time::timeout(ROAMING_PATIENCE, socket.next())
-                .await
-                .unwrap_or_else(|_| panic!("{}: no frame for {ROAMING_PATIENCE:?}", self.game));
-            let text = match frame {
-                Some(Ok(Message::Text(text))) => text,
-                Some(Ok(Message::Close(_)) | Err(_)) | None => return Next::Reconnect,
-                Some(Ok(_)) => continue,
+            let patience = match welcomed {
+                true => ROAMING_PATIENCE,
+                false => WELCOME_PATIENCE,
             };
+            let left = patience.saturating_sub(last_message.elapsed());
+            let text = match tokio::time::timeout(left, socket.next()).await {
+                Ok(Some(Ok(Message::Text(text)))) => text,
+                Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) => return Next::Reconnect,
+                Ok(Some(Ok(_))) => continue,
+                // A node that never welcomed this client is frozen or overwhelmed.
+                Err(_) if !welcomed => return Next::Reconnect,
+                Err(_) => panic!(
+                    "{}: no message for {ROAMING_PATIENCE:?} at seq {:?}",
+                    self.game, mirror.seq
+                ),
+            };
+            last_message = std::time::Instant::now();
             let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
             assert_valid_server_message(&message);
+            welcomed |= message["type"] == "welcome";
             if !self.absorb(&message, mirror) {
                 return Next::Reconnect;
             }
@@ -231,8 +290,8 @@ impl RoamingClient {
         let base = ws_url.replacen("ws://", "http://", 1);
         let (node, _) = base.split_once("/ws/").expect("a game socket URL");
         let detail = format!("{node}/api/matches/{}", self.game);
-        match reqwest::get(&detail).await {
-            Ok(response) if response.status() == 200 => Next::FinishedWhileAway,
+        match tokio::time::timeout(WELCOME_PATIENCE, reqwest::get(&detail)).await {
+            Ok(Ok(response)) if response.status() == 200 => Next::FinishedWhileAway,
             _ => Next::Reconnect,
         }
     }
@@ -244,6 +303,7 @@ impl RoamingClient {
                 mirror.seq = message["seq"].as_u64();
                 mirror.state = message["state"].clone();
                 mirror.legal = legal_moves_of(message);
+                mirror.record_state();
             }
             Some("welcome") => mirror.seat = message["seat"].as_u64(),
             Some("update") => self.apply_update(message, mirror),
@@ -258,7 +318,13 @@ impl RoamingClient {
                     self.acked_in_game.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            Some("rejected" | "error") => return self.tolerable(message),
+            Some("rejected") => {
+                let id = message["id"].as_str().unwrap_or_default().to_owned();
+                let code = message["error"]["code"].as_str().unwrap_or_default();
+                mirror.refused.push((id, code.to_owned()));
+                return self.tolerable(message);
+            }
+            Some("error") => return self.tolerable(message),
             _ => {}
         }
         true
@@ -279,6 +345,7 @@ impl RoamingClient {
         json_patch::patch(&mut mirror.state, &patch).expect("the patch applies");
         mirror.seq = Some(seq);
         mirror.legal = legal_moves_of(message);
+        mirror.record_state();
     }
 
     /// Refusals a roaming client expects while nodes come and go; anything else fails
@@ -307,5 +374,151 @@ impl RoamingClient {
         let mv = legal[seq as usize % legal.len()].clone();
         let id = format!("s{seat}-{seq}");
         Some(json!({ "type": "command", "id": id, "seq": seq, "move": mv }))
+    }
+}
+
+/// `(seq, command id)` of every logged move of `game`, from the database itself.
+pub fn move_log(database: &TestDatabase, game: &str) -> Vec<(u64, String)> {
+    let query = format!(
+        "SELECT seq, coalesce(command_id, '') FROM moves WHERE game_id = '{game}' ORDER BY seq"
+    );
+    let output = Command::new("psql")
+        .args([database.url().as_str(), "-At", "-F", "\t", "-c", &query])
+        .output()
+        .expect("psql runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("text")
+        .lines()
+        .map(|line| {
+            let (seq, id) = line.split_once('\t').expect("two columns");
+            (seq.parse().expect("a seq"), id.to_owned())
+        })
+        .collect()
+}
+
+/// A game played by roaming clients: two players and a spectator.
+pub struct RoamingGame {
+    pub id: String,
+    pub clients: Vec<tokio::task::JoinHandle<RoamingReport>>,
+    /// Counts this game's acknowledged commands.
+    pub acked: Arc<AtomicU64>,
+}
+
+impl RoamingGame {
+    /// Creates a game on one node of `http_bases`, joins it on the next, starts it on the
+    /// one after, and sets its two players and a spectator playing, each preferring a
+    /// different node.
+    pub async fn open(
+        http_bases: &[String],
+        number: usize,
+        nodes: &LiveNodes,
+        acked_total: &Arc<AtomicU64>,
+    ) -> RoamingGame {
+        let on = |offset: usize| Api::new(http_bases[(number + offset) % http_bases.len()].clone());
+        let creator = on(0).create_lobby("creator", 2, json!({})).await;
+        let joiner = on(1).join(&creator.lobby, "joiner").await;
+        let lobby = on(2).start(&creator).await;
+        assert_eq!(lobby["status"], "playing", "{lobby}");
+        let acked = Arc::new(AtomicU64::new(0));
+        let tokens = [Some(creator.token), Some(joiner.token), None];
+        let clients = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(offset, token)| {
+                let client = RoamingClient {
+                    game: creator.lobby.clone(),
+                    token,
+                    preferred: number + offset,
+                    nodes: nodes.clone(),
+                    acked_total: acked_total.clone(),
+                    acked_in_game: acked.clone(),
+                };
+                tokio::spawn(client.run())
+            })
+            .collect();
+        RoamingGame {
+            id: creator.lobby,
+            clients,
+            acked,
+        }
+    }
+
+    /// Whether every client has seen the game to its end.
+    pub fn finished(&self) -> bool {
+        self.clients.iter().all(|client| client.is_finished())
+    }
+
+    /// Waits for every client's report; a client that failed fails the test.
+    pub async fn reports(self) -> Vec<RoamingReport> {
+        let mut reports = Vec::new();
+        for client in self.clients {
+            reports.push(client.await.expect("a client plays to the end"));
+        }
+        reports
+    }
+}
+
+/// What every client of a game that ended must agree on, with each other and with the
+/// database's move log (`(seq, command id)` in order):
+///
+/// * every client that saw the end holds the same final state, at the log's last `seq`;
+/// * no fork: wherever two clients mirrored the state at the same `seq`, it is the same;
+/// * no phantom acknowledgement: every acknowledged command is in the log exactly once,
+///   at the `seq` it was acknowledged with, and no command is logged twice;
+/// * no refusal of a command that was applied, but "try again" (a resent command id gets
+///   its original `ack`, wherever it is sent).
+pub fn assert_clients_agree_with_the_log(
+    game: &str,
+    reports: &[RoamingReport],
+    logged: &[(u64, String)],
+) {
+    let saw_the_end: Vec<&RoamingReport> = reports.iter().filter(|r| r.saw_the_end).collect();
+    assert!(!saw_the_end.is_empty(), "{game}: a client saw the end");
+    for report in &saw_the_end {
+        assert_eq!(report.state["status"], "finished", "{game}");
+        assert_eq!(report.state, saw_the_end[0].state, "{game}: clients agree");
+    }
+    let final_seq = saw_the_end[0].seq;
+    assert_eq!(
+        logged.last().map(|(seq, _)| *seq),
+        Some(final_seq),
+        "{game}"
+    );
+    assert!(logged.iter().all(|(seq, _)| *seq <= final_seq), "{game}");
+    let mut states = std::collections::HashMap::new();
+    for (seq, digest) in reports.iter().flat_map(|report| &report.states) {
+        let first = *states.entry(*seq).or_insert(*digest);
+        assert_eq!(
+            first, *digest,
+            "{game}: two clients saw different states at seq {seq}"
+        );
+    }
+    for acked in reports.iter().flat_map(|report| &report.acked) {
+        let rows = logged
+            .iter()
+            .filter(|(seq, id)| *seq == acked.seq && id == &acked.id);
+        assert_eq!(rows.count(), 1, "{game}: acked {acked:?} is logged once");
+    }
+    let mut ids: Vec<&String> = logged
+        .iter()
+        .map(|(_, id)| id)
+        .filter(|id| !id.is_empty())
+        .collect();
+    let count = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "{game}: no command is logged twice");
+    for (id, code) in reports.iter().flat_map(|report| &report.refused) {
+        let retry = code == "shutting_down" || code == "storage_unavailable";
+        let applied = logged.iter().any(|(_, logged_id)| logged_id == id);
+        assert!(
+            retry || !applied,
+            "{game}: command {id} was refused with {code} but it is stored"
+        );
     }
 }

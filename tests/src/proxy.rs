@@ -1,10 +1,11 @@
 //! A TCP proxy the test controls, to take a database away from the server and give it
-//! back without touching the database itself (other tests share it), or to lose the reply
-//! to one transaction's COMMIT: the write lands but the server cannot know it.
+//! back without touching the database itself (other tests share it), to lose the reply
+//! to one transaction's COMMIT (the write lands but the server cannot know it), or to
+//! slow every reply down, as a distant or overloaded database would.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -18,7 +19,15 @@ pub struct TcpProxy {
     pub port: u16,
     target: SocketAddr,
     accepting: Option<JoinHandle<()>>,
+    faults: Faults,
+}
+
+/// What the proxy does to the traffic, shared by every connection it forwards.
+#[derive(Clone, Default)]
+struct Faults {
     lose_commit_reply: Arc<AtomicBool>,
+    /// Milliseconds each chunk of the database's replies is held before it goes on.
+    reply_delay_ms: Arc<AtomicU64>,
 }
 
 impl TcpProxy {
@@ -28,28 +37,30 @@ impl TcpProxy {
             .await
             .expect("a local port");
         let port = listener.local_addr().unwrap().port();
-        let lose_commit_reply = Arc::new(AtomicBool::new(false));
+        let faults = Faults::default();
         TcpProxy {
             port,
             target,
-            accepting: Some(tokio::spawn(forward(
-                listener,
-                target,
-                lose_commit_reply.clone(),
-            ))),
-            lose_commit_reply,
+            accepting: Some(tokio::spawn(forward(listener, target, faults.clone()))),
+            faults,
         }
     }
 
     /// The next COMMIT that passes reaches the database, but its connection is then cut
     /// before the reply comes back, as when a network fails at the worst moment.
     pub fn lose_next_commit_reply(&self) {
-        self.lose_commit_reply.store(true, Ordering::SeqCst);
+        self.faults.lose_commit_reply.store(true, Ordering::SeqCst);
     }
 
     /// Whether the armed COMMIT has passed (and its reply been lost).
     pub fn commit_reply_lost(&self) -> bool {
-        !self.lose_commit_reply.load(Ordering::SeqCst)
+        !self.faults.lose_commit_reply.load(Ordering::SeqCst)
+    }
+
+    /// Holds every reply of the database for `delay` before passing it on (zero: none).
+    pub fn delay_replies(&self, delay: Duration) {
+        let millis = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.faults.reply_delay_ms.store(millis, Ordering::SeqCst);
     }
 
     /// Cuts every open connection and refuses new ones, as a lost database would.
@@ -64,8 +75,8 @@ impl TcpProxy {
         let listener = TcpListener::bind(("127.0.0.1", self.port))
             .await
             .expect("the same port again");
-        let lose = self.lose_commit_reply.clone();
-        self.accepting = Some(tokio::spawn(forward(listener, self.target, lose)));
+        let faults = self.faults.clone();
+        self.accepting = Some(tokio::spawn(forward(listener, self.target, faults)));
     }
 }
 
@@ -77,16 +88,16 @@ impl Drop for TcpProxy {
 
 /// Accepts connections and pipes each to `target`. Aborting this task drops the set of
 /// connection tasks, which aborts them and closes their sockets.
-async fn forward(listener: TcpListener, target: SocketAddr, lose_commit_reply: Arc<AtomicBool>) {
+async fn forward(listener: TcpListener, target: SocketAddr, faults: Faults) {
     let mut connections = JoinSet::new();
     loop {
         let Ok((inbound, _)) = listener.accept().await else {
             continue;
         };
-        let lose_commit_reply = lose_commit_reply.clone();
+        let faults = faults.clone();
         connections.spawn(async move {
             if let Ok(outbound) = TcpStream::connect(target).await {
-                pipe(inbound, outbound, lose_commit_reply).await;
+                pipe(inbound, outbound, faults).await;
             }
         });
     }
@@ -94,11 +105,21 @@ async fn forward(listener: TcpListener, target: SocketAddr, lose_commit_reply: A
 
 /// Pipes one connection both ways. When armed, a COMMIT from the client is passed on,
 /// given time to take effect, and then the connection is dropped without its reply.
-async fn pipe(inbound: TcpStream, outbound: TcpStream, lose_commit_reply: Arc<AtomicBool>) {
+async fn pipe(inbound: TcpStream, outbound: TcpStream, faults: Faults) {
     let (mut client_read, mut client_write) = inbound.into_split();
     let (mut server_read, mut server_write) = outbound.into_split();
+    let delay = faults.reply_delay_ms.clone();
     let replies = tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(read) = server_read.read(&mut buffer).await {
+            let millis = delay.load(Ordering::SeqCst);
+            if millis > 0 {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+            }
+            if read == 0 || client_write.write_all(&buffer[..read]).await.is_err() {
+                break;
+            }
+        }
     });
     let mut buffer = vec![0u8; 64 * 1024];
     while let Ok(read) = client_read.read(&mut buffer).await {
@@ -107,7 +128,7 @@ async fn pipe(inbound: TcpStream, outbound: TcpStream, lose_commit_reply: Arc<At
         }
         let chunk = &buffer[..read];
         let is_commit = chunk.windows(COMMIT_QUERY.len()).any(|w| w == COMMIT_QUERY);
-        if is_commit && lose_commit_reply.swap(false, Ordering::SeqCst) {
+        if is_commit && faults.lose_commit_reply.swap(false, Ordering::SeqCst) {
             replies.abort();
             tokio::time::sleep(Duration::from_millis(300)).await;
             return;

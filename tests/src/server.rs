@@ -160,6 +160,29 @@ impl TestServer {
         }
     }
 
+    /// Runs the server with these options, expecting it to refuse to start: returns its
+    /// exit status and everything it logged.
+    pub async fn refused_start(database_url: &str, options: &[&str]) -> (ExitStatus, String) {
+        let output = Command::new(server_binary())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--database",
+                database_url,
+            ])
+            .args(options)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(60), output)
+            .await
+            .expect("the server gives up within 60 s")
+            .expect("the server binary runs");
+        let log = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status, log)
+    }
+
     pub fn http(&self) -> String {
         format!("http://{}", self.address)
     }
@@ -171,6 +194,23 @@ impl TestServer {
     /// Everything the server has logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// SIGSTOP: the process is frozen where it stands, its sockets open, as a node is in
+    /// a long garbage-collection pause, a swap storm or a migrating virtual machine.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// SIGCONT: a paused process carries on from where it stood.
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = self.child.id().expect("a running server") as libc::pid_t;
+        // SAFETY: sending a signal to our own child process has no memory effects.
+        unsafe { libc::kill(pid, signal) };
     }
 
     /// SIGKILL: the process dies at once, mid-whatever.

@@ -6,26 +6,17 @@
 
 use carcassonne_tests::client::Api;
 use carcassonne_tests::cluster::{
-    LiveNodes, RoamingClient, RoamingReport, nats_or_skip, start_node,
+    LiveNodes, RoamingGame, assert_clients_agree_with_the_log, move_log, nats_or_skip, start_node,
 };
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
-use serde_json::json;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tokio::task::JoinHandle;
 
 const GAMES: usize = 6;
 /// Short leases, so that a killed node's games are taken over within the test's patience.
 const LEASE_TTL: &str = "2s";
-
-struct Game {
-    id: String,
-    clients: Vec<JoinHandle<RoamingReport>>,
-    acked: Arc<AtomicU64>,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn games_survive_a_node_stopping_and_another_dying() {
@@ -45,7 +36,8 @@ async fn games_survive_a_node_stopping_and_another_dying() {
     let acked_total = Arc::new(AtomicU64::new(0));
     let mut games = Vec::new();
     for number in 0..GAMES {
-        games.push(open_game(&servers, number, &nodes, &acked_total).await);
+        let bases: Vec<String> = servers.iter().map(TestServer::http).collect();
+        games.push(RoamingGame::open(&bases, number, &nodes, &acked_total).await);
     }
     let started = Instant::now();
 
@@ -95,43 +87,6 @@ async fn games_survive_a_node_stopping_and_another_dying() {
     assert!(reconnects >= 4, "clients of both stopped nodes reconnected");
 }
 
-/// Creates a game on one node, joins it on the next, starts it on the third, and sets
-/// its two players and a spectator playing, each preferring a different node.
-async fn open_game(
-    servers: &[TestServer],
-    number: usize,
-    nodes: &LiveNodes,
-    acked_total: &Arc<AtomicU64>,
-) -> Game {
-    let on = |offset: usize| Api::new(servers[(number + offset) % servers.len()].http());
-    let creator = on(0).create_lobby("creator", 2, json!({})).await;
-    let joiner = on(1).join(&creator.lobby, "joiner").await;
-    let lobby = on(2).start(&creator).await;
-    assert_eq!(lobby["status"], "playing", "{lobby}");
-    let acked = Arc::new(AtomicU64::new(0));
-    let tokens = [Some(creator.token), Some(joiner.token), None];
-    let clients = tokens
-        .into_iter()
-        .enumerate()
-        .map(|(offset, token)| {
-            let client = RoamingClient {
-                game: creator.lobby.clone(),
-                token,
-                preferred: number + offset,
-                nodes: nodes.clone(),
-                acked_total: acked_total.clone(),
-                acked_in_game: acked.clone(),
-            };
-            tokio::spawn(client.run())
-        })
-        .collect();
-    Game {
-        id: creator.lobby,
-        clients,
-        acked,
-    }
-}
-
 async fn wait_for_acks(acked_total: &AtomicU64, at_least: u64) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while acked_total.load(Ordering::Relaxed) < at_least {
@@ -141,12 +96,11 @@ async fn wait_for_acks(acked_total: &AtomicU64, at_least: u64) {
 }
 
 /// How long until every unfinished game acknowledged a command again.
-async fn all_games_moved_again(games: &[Game], progress: &[u64]) -> Duration {
+async fn all_games_moved_again(games: &[RoamingGame], progress: &[u64]) -> Duration {
     let since = Instant::now();
     loop {
         let waiting = games.iter().zip(progress).any(|(game, &before)| {
-            let finished = game.clients.iter().all(|client| client.is_finished());
-            !finished && game.acked.load(Ordering::Relaxed) == before
+            !game.finished() && game.acked.load(Ordering::Relaxed) == before
         });
         if !waiting {
             return since.elapsed();
@@ -162,79 +116,14 @@ async fn all_games_moved_again(games: &[Game], progress: &[u64]) -> Duration {
 /// The game finished, its clients agree, and every acknowledged command is in the move
 /// log exactly once, at the `seq` it was acknowledged with. Returns how many times its
 /// clients reconnected.
-async fn check_game(database: &TestDatabase, node: &TestServer, game: Game) -> u32 {
-    let mut reports = Vec::new();
-    for client in game.clients {
-        reports.push(client.await.expect("a client plays to the end"));
-    }
-    // Every client that saw the end holds the same final state; one that was away when
-    // the game ended finds it over REST (checked below) and holds an earlier state.
-    let saw_the_end: Vec<&RoamingReport> = reports.iter().filter(|r| r.saw_the_end).collect();
-    assert!(!saw_the_end.is_empty(), "{}: a client saw the end", game.id);
-    for report in &saw_the_end {
-        assert_eq!(report.state["status"], "finished", "{}", game.id);
-        assert_eq!(
-            report.state, saw_the_end[0].state,
-            "{}: clients agree",
-            game.id
-        );
-    }
-    let logged = move_log(database, &game.id);
-    let final_seq = saw_the_end[0].seq;
-    assert_eq!(
-        logged.last().map(|(seq, _)| *seq),
-        Some(final_seq),
-        "{}",
-        game.id
-    );
-    for acked in reports.iter().flat_map(|report| &report.acked) {
-        let rows = logged
-            .iter()
-            .filter(|(seq, id)| *seq == acked.seq && id == &acked.id);
-        assert_eq!(
-            rows.count(),
-            1,
-            "{}: acked {acked:?} is logged once",
-            game.id
-        );
-    }
-    let mut ids: Vec<&String> = logged
-        .iter()
-        .map(|(_, id)| id)
-        .filter(|id| !id.is_empty())
-        .collect();
-    let count = ids.len();
-    ids.sort();
-    ids.dedup();
-    assert_eq!(ids.len(), count, "{}: no command is logged twice", game.id);
-    assert!(logged.iter().all(|(seq, _)| *seq <= final_seq));
+async fn check_game(database: &TestDatabase, node: &TestServer, game: RoamingGame) -> u32 {
+    let id = game.id.clone();
+    let reports = game.reports().await;
+    let logged = move_log(database, &id);
+    assert_clients_agree_with_the_log(&id, &reports, &logged);
     let (status, detail) = Api::new(node.http())
-        .get(&format!("/api/matches/{}", game.id))
+        .get(&format!("/api/matches/{id}"))
         .await;
     assert_eq!(status, 200, "{detail}");
     reports.iter().map(|report| report.reconnects).sum()
-}
-
-/// `(seq, command id)` of every logged move of `game`, from the database itself.
-fn move_log(database: &TestDatabase, game: &str) -> Vec<(u64, String)> {
-    let query = format!(
-        "SELECT seq, coalesce(command_id, '') FROM moves WHERE game_id = '{game}' ORDER BY seq"
-    );
-    let output = Command::new("psql")
-        .args([database.url().as_str(), "-At", "-F", "\t", "-c", &query])
-        .output()
-        .expect("psql runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout)
-        .expect("text")
-        .lines()
-        .map(|line| {
-            let (seq, id) = line.split_once('\t').expect("two columns");
-            (seq.parse().expect("a seq"), id.to_owned())
-        })
-        .collect()
 }

@@ -1,12 +1,13 @@
 //! A lost database: commands get a "try again" rejection and change nothing, the games
 //! in memory keep being served, and everything carries on when the database returns.
 
-use carcassonne_tests::client::Api;
+use carcassonne_tests::client::{Api, WsClient};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::proxy::TcpProxy;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
 use serde_json::json;
+use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_database_gives_try_again_errors_and_play_resumes_when_it_returns() {
@@ -158,4 +159,72 @@ async fn a_join_whose_commit_reply_is_lost_still_gets_its_seat_token() {
         (Some("welcome"), Some(1))
     );
     api.start(&creator).await;
+}
+
+/// With the database unreachable (every connection refused), a command gets its
+/// `storage_unavailable` within the pool's acquire timeout and a second, even with
+/// several games asking at once, and a spectator's hello to a game in memory is answered
+/// at once, without waiting for the database at all. (A command used to take two
+/// acquire timeouts, three with a few games playing, and a hello waited behind it.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_database_away_commands_fail_fast_and_reads_never_wait() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let mut proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let acquire_timeout = Duration::from_secs(2);
+    let url = database.url_through_port(proxy.port);
+    let server = TestServer::start_with(&url, &["--db-acquire-timeout", "2s"]).await;
+    let mut tables = Vec::new();
+    for seed in 0..3 {
+        let mut table = Table::start(&server, 2, json!({}), seed).await;
+        table.play_one().await;
+        tables.push(table);
+    }
+    proxy.cut();
+
+    let watched = tables[0].game.clone();
+    let asked = Instant::now();
+    let commands = tables.iter_mut().map(|table| async move {
+        let mover = table.mover().expect("a player to move");
+        let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
+        let reply = table.players[mover].command("while-away", chosen).await;
+        (reply, asked.elapsed())
+    });
+    let spectator_hello = async {
+        // Once the commands are in flight: the rooms are busy with the database.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let hello_sent = Instant::now();
+        let mut spectator = WsClient::join(&server.ws_url(&watched), None, None).await;
+        spectator.next_of("snapshot").await;
+        hello_sent.elapsed()
+    };
+    let (replies, hello_took) =
+        tokio::join!(futures_util::future::join_all(commands), spectator_hello);
+    for (reply, took) in &replies {
+        assert_eq!(reply["error"]["code"], "storage_unavailable", "{reply}");
+        assert!(
+            *took <= acquire_timeout + Duration::from_secs(1),
+            "refused after {took:?}, more than the acquire timeout and a second"
+        );
+    }
+    eprintln!(
+        "refused after {:?}; a spectator's hello took {hello_took:?}",
+        replies.iter().map(|(_, took)| *took).collect::<Vec<_>>()
+    );
+    assert!(
+        hello_took < Duration::from_millis(500),
+        "a hello waited {hello_took:?}"
+    );
+
+    proxy.restore().await;
+    for table in &mut tables {
+        let mover = table.mover().unwrap();
+        let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
+        let retry = table.players[mover].command("while-away", chosen).await;
+        assert_eq!(
+            retry["type"], "ack",
+            "the same command succeeds later: {retry}"
+        );
+    }
 }

@@ -1,0 +1,265 @@
+//! Cluster mode under the faults that once misled clients, each from outside as an
+//! operator would cause it: an owner frozen (SIGSTOP) while its write is in flight, an
+//! update published while NATS restarts, a shutdown while NATS is away, and a single
+//! node pointed at a live cluster's database.
+
+use carcassonne_tests::client::{Api, WsClient};
+use carcassonne_tests::cluster::{move_log, nats_or_skip, start_node, start_node_on};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::nats::TestNats;
+use carcassonne_tests::proxy::TcpProxy;
+use carcassonne_tests::server::TestServer;
+use carcassonne_tests::table::Table;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Short leases, so that a frozen owner's games are taken over within seconds.
+const LEASE_TTL: &str = "2s";
+
+fn tag() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
+/// Connects `token`'s player (or a spectator) to `server` and says hello, again and
+/// again until the server serves the game (a node may first answer "reconnect shortly"
+/// while the game's owner is frozen and its lease not yet lapsed), resuming from what
+/// `old` knew.
+async fn join_when_served(
+    server: &TestServer,
+    game: &str,
+    token: Option<&str>,
+    old: &WsClient,
+) -> WsClient {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{game} was never served by {}",
+            server.address
+        );
+        if let Ok(mut client) = WsClient::try_connect(&server.ws_url(game)).await {
+            client.state = old.state.clone();
+            client.legal_moves = old.legal_moves.clone();
+            let welcome = client.hello(token, old.seq).await;
+            if welcome["type"] == "welcome" {
+                return client;
+            }
+            let code = &welcome["error"]["code"];
+            assert!(
+                code == "shutting_down" || code == "storage_unavailable",
+                "{welcome}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Plays until seat 0 is to move with at least two legal moves to choose from.
+async fn play_until_seat_zero_chooses(table: &mut Table) -> (Value, Value) {
+    for _ in 0..60 {
+        let legal = table.players[0].legal_moves.clone().unwrap_or_default();
+        if table.mover() == Some(0) && legal.len() >= 2 {
+            return (legal[0].clone(), legal[1].clone());
+        }
+        table.play_one().await;
+    }
+    panic!("seat 0 never had a choice");
+}
+
+/// The fork: node n1 owns a game and reaches Postgres slowly. Seat 0 sends move
+/// X and n1 freezes with the write in flight. n1's lease lapses, n2 takes the game over,
+/// and seat 0 plays move Y there, acknowledged at the `seq` X would have had; seat 0
+/// also resends Y's command to n1, as a retrying client would. When n1 resumes, its
+/// write of X has timed out; the stored `seq` has reached X's, but the move there is Y.
+/// n1 must not acknowledge X, must not broadcast it, must not refuse Y as stale: it
+/// must tell its clients to go elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_owner_never_acks_or_broadcasts_a_move_it_cannot_prove() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !nats_or_skip() {
+        return;
+    }
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let tag = tag();
+    let slow_url = database.url_through_port(proxy.port);
+    let n1 = start_node(&slow_url, &format!("fork-{tag}-1"), LEASE_TTL).await;
+    let n2 = start_node(&database.url(), &format!("fork-{tag}-2"), LEASE_TTL).await;
+    let mut table = Table::start(&n1, 2, json!({}), 7).await;
+    let (x, y) = play_until_seat_zero_chooses(&mut table).await;
+    let seq = table.seq();
+
+    proxy.delay_replies(Duration::from_millis(150));
+    let command =
+        |id: &str, mv: &Value| json!({"type": "command", "id": id, "seq": seq, "move": mv});
+    table.players[0].send(command("x", &x)).await;
+    tokio::time::sleep(Duration::from_millis(60)).await;
+    n1.pause();
+    let paused = Instant::now();
+
+    let token = table.seats[0].token.clone();
+    let mut seat0 = join_when_served(&n2, &table.game, Some(&token), &table.players[0]).await;
+    eprintln!("n2 served the game {:?} after n1 froze", paused.elapsed());
+    assert_eq!(seat0.seq, Some(seq), "X was not stored before n1 froze");
+    let reply = seat0.command_at("y", seq, y.clone()).await;
+    assert_eq!(
+        (reply["type"].as_str(), reply["seq"].as_u64()),
+        (Some("ack"), Some(seq + 1)),
+        "{reply}"
+    );
+    table.players[0].send(command("y", &y)).await;
+    // Frozen past every timeout n1 had running (the store's operation timeout is 8 s).
+    tokio::time::sleep(Duration::from_secs(10).saturating_sub(paused.elapsed())).await;
+    n1.resume();
+
+    let patience = Duration::from_secs(20);
+    let (heard_by_seat0, closed_seat0) = table.players[0].rest_until_closed(patience).await;
+    let spectator = table.spectator.as_mut().expect("a spectator on n1");
+    let (heard_by_spectator, closed_spectator) = spectator.rest_until_closed(patience).await;
+    eprintln!("seat 0 on n1 heard {heard_by_seat0:?}, closed {closed_seat0:?}");
+    for message in heard_by_seat0.iter().chain(&heard_by_spectator) {
+        assert_ne!(
+            message["type"], "update",
+            "n1 broadcast a move it cannot have: {message}"
+        );
+        assert_ne!(
+            message["type"], "snapshot",
+            "n1 showed a state it cannot have: {message}"
+        );
+    }
+    for message in &heard_by_seat0 {
+        match (message["type"].as_str(), message["id"].as_str()) {
+            (Some("ack"), Some("x")) => panic!("n1 acknowledged X, which is not stored: {message}"),
+            (Some("ack"), Some("y")) => assert_eq!(message["seq"].as_u64(), Some(seq + 1)),
+            (Some("rejected"), _) => {
+                let code = message["error"]["code"].as_str();
+                assert!(
+                    matches!(code, Some("shutting_down" | "storage_unavailable")),
+                    "a refusal that does not say to retry: {message}"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(closed_seat0, Some(1012), "n1 sends its clients elsewhere");
+    assert_eq!(
+        closed_spectator,
+        Some(1012),
+        "n1 sends its spectators elsewhere"
+    );
+    let logged = move_log(&database, &table.game);
+    assert_eq!(
+        logged.last(),
+        Some(&(seq + 1, "y".to_owned())),
+        "{logged:?}"
+    );
+    let log = n1.log();
+    assert!(log.contains("this node no longer owns the game"), "{log}");
+}
+
+/// Seat 0 plays on the owner n1, seat 1 waits on n2 through a stand-in. NATS is down
+/// while seat 0 plays its whole turn (both commands acknowledged: n1 needs no NATS for
+/// them), so the updates published for n2 are lost. Once NATS is back, seat 1 must be
+/// told of its turn within seconds, though nothing else happens in the game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_lost_while_nats_restarts_still_reach_the_waiting_player() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let Some(mut nats) = TestNats::start_or_skip() else {
+        return;
+    };
+    let tag = tag();
+    let url = database.url();
+    let n1 = start_node_on(&url, &nats.url(), &format!("lost-{tag}-1"), LEASE_TTL).await;
+    let n2 = start_node_on(&url, &nats.url(), &format!("lost-{tag}-2"), LEASE_TTL).await;
+    let api = Api::new(n1.http());
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    let joiner = api.join(&creator.lobby, "bob").await;
+    let mut seat0 = WsClient::join(&n1.ws_url(&creator.lobby), Some(&creator.token), None).await;
+    let mut seat1 = WsClient::join(&n2.ws_url(&creator.lobby), Some(&joiner.token), None).await;
+    api.start(&creator).await;
+    seat0.next_of("update").await;
+    seat1.next_of("update").await;
+    assert_eq!(seat0.state["game"]["turn"]["player"], 0, "seat 0 begins");
+    let seq = seat0.seq.expect("a started game");
+    seat1.catch_up_to(seq).await;
+
+    nats.stop();
+    for id in ["place", "act"] {
+        let legal = seat0.legal_moves.clone().expect("seat 0 to move");
+        let reply = seat0.command(id, legal[0].clone()).await;
+        assert_eq!(reply["type"], "ack", "{reply}");
+        seat0.catch_up_to(reply["seq"].as_u64().unwrap()).await;
+    }
+    assert_eq!(
+        seat0.state["game"]["turn"]["player"], 1,
+        "seat 1's turn now"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    nats.start();
+    let back = Instant::now();
+
+    let waited = tokio::time::timeout(Duration::from_secs(10), seat1.catch_up_to(seq + 2)).await;
+    assert!(
+        waited.is_ok(),
+        "seat 1 never heard of its turn: at {:?}",
+        seat1.seq
+    );
+    eprintln!("seat 1 caught up {:?} after NATS came back", back.elapsed());
+    assert_eq!(seat1.state, seat0.state, "both mirror the same game");
+    assert!(seat1.legal_moves.is_some(), "seat 1 got its legal moves");
+}
+
+/// SIGTERM while NATS is unreachable: the node exits within its drain timeout (it used
+/// to wait for NATS to come back, indefinitely).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_within_the_drain_timeout_while_nats_is_down() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let Some(mut nats) = TestNats::start_or_skip() else {
+        return;
+    };
+    let tag = tag();
+    let url = database.url();
+    let n1 = start_node_on(&url, &nats.url(), &format!("term-{tag}-1"), LEASE_TTL).await;
+    let n2 = start_node_on(&url, &nats.url(), &format!("term-{tag}-2"), LEASE_TTL).await;
+    let mut table = Table::start(&n1, 2, json!({}), 3).await;
+    table.play_one().await;
+    // A spectator through n2, so that n1 has a stand-in's subscribers to publish to.
+    let mut watcher = WsClient::join(&n2.ws_url(&table.game), None, None).await;
+    watcher.next_of("snapshot").await;
+
+    nats.stop();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    table.play_one().await;
+    let asked = Instant::now();
+    // The default drain timeout is 20 s.
+    let (status, log) = n1.terminate_within(Duration::from_secs(22)).await;
+    eprintln!("n1 exited {:?} after SIGTERM", asked.elapsed());
+    assert!(status.success(), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+    drop(n2);
+}
+
+/// A node started without `--nats` on a database whose cluster nodes are alive would
+/// clear their leases and fight them over every game: it refuses to start, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_node_refuses_a_database_a_live_cluster_uses() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !nats_or_skip() {
+        return;
+    }
+    let node = start_node(&database.url(), &format!("alive-{}", tag()), "5s").await;
+    let mut table = Table::start(&node, 2, json!({}), 5).await;
+    table.play_one().await;
+    let (status, log) = TestServer::refused_start(&database.url(), &[]).await;
+    assert!(!status.success(), "{log}");
+    assert!(log.contains("cluster nodes hold live leases"), "{log}");
+    // The cluster's game goes on, undisturbed.
+    table.play_one().await;
+}
