@@ -1,26 +1,49 @@
-//! Admission control: counted places (in total and per client IP) and token buckets
-//! (per connection, and per client IP for REST).
+//! Admission control: counted places (in total and per client) and token buckets (per
+//! connection, and per client IP for REST).
+//!
+//! Every per-client place counts a client by its network prefix ([`client_prefix`]): an
+//! IPv4 address, or the /64 of an IPv6 address. A subscriber or host is usually given a
+//! whole /64, so hopping between addresses of one's own network buys no more places.
 //!
 //! A [`SlotPool`] hands out [`Slot`]s that give their place back when dropped, so a
 //! connection holds its place for exactly as long as it lives, however it ends.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Places counted in total and per client IP. A limit of 0 per IP means no per-IP limit.
+/// A client as the per-client limits count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientKey {
+    V4(Ipv4Addr),
+    /// The first 64 bits of an IPv6 address: its network, without the interface.
+    V6Network(u64),
+}
+
+/// The client `ip` counts as: an IPv4 address is its own client, an IPv6 address counts
+/// by its /64, and an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`, as a dual-stack
+/// listener sees IPv4 clients) as the IPv4 address it carries.
+pub fn client_prefix(ip: IpAddr) -> ClientKey {
+    match ip.to_canonical() {
+        IpAddr::V4(v4) => ClientKey::V4(v4),
+        IpAddr::V6(v6) => ClientKey::V6Network((v6.to_bits() >> 64) as u64),
+    }
+}
+
+/// Places counted in total and per client prefix. A limit of 0 per client means no
+/// per-client limit.
 #[derive(Debug)]
 pub struct SlotPool {
     max_total: usize,
-    max_per_ip: usize,
+    max_per_client: usize,
     counts: Mutex<Counts>,
 }
 
 #[derive(Debug, Default)]
 struct Counts {
     total: usize,
-    per_ip: HashMap<IpAddr, usize>,
+    per_client: HashMap<ClientKey, usize>,
 }
 
 /// Why a place was refused.
@@ -36,20 +59,21 @@ pub enum Refused {
 #[derive(Debug)]
 pub struct Slot {
     pool: Arc<SlotPool>,
-    ip: IpAddr,
+    client: ClientKey,
 }
 
 impl SlotPool {
-    pub fn new(max_total: usize, max_per_ip: usize) -> Arc<SlotPool> {
+    pub fn new(max_total: usize, max_per_client: usize) -> Arc<SlotPool> {
         Arc::new(SlotPool {
             max_total,
-            max_per_ip,
+            max_per_client,
             counts: Mutex::new(Counts::default()),
         })
     }
 
-    /// Takes a place for `ip`, or says which limit is reached.
+    /// Takes a place for the client of `ip`, or says which limit is reached.
     pub fn try_take(self: &Arc<SlotPool>, ip: IpAddr) -> Result<Slot, Refused> {
+        let client = client_prefix(ip);
         let mut counts = self
             .counts
             .lock()
@@ -57,15 +81,15 @@ impl SlotPool {
         if counts.total >= self.max_total {
             return Err(Refused::Full);
         }
-        let held = counts.per_ip.get(&ip).copied().unwrap_or(0);
-        if self.max_per_ip > 0 && held >= self.max_per_ip {
+        let held = counts.per_client.get(&client).copied().unwrap_or(0);
+        if self.max_per_client > 0 && held >= self.max_per_client {
             return Err(Refused::FullForClient);
         }
         counts.total += 1;
-        counts.per_ip.insert(ip, held + 1);
+        counts.per_client.insert(client, held + 1);
         Ok(Slot {
             pool: self.clone(),
-            ip,
+            client,
         })
     }
 
@@ -74,16 +98,16 @@ impl SlotPool {
         self.counts.lock().map(|counts| counts.total).unwrap_or(0)
     }
 
-    fn give_back(&self, ip: IpAddr) {
+    fn give_back(&self, client: ClientKey) {
         let mut counts = self
             .counts
             .lock()
             .unwrap_or_else(|poison| poison.into_inner());
         counts.total = counts.total.saturating_sub(1);
-        if let Some(held) = counts.per_ip.get_mut(&ip) {
+        if let Some(held) = counts.per_client.get_mut(&client) {
             *held -= 1;
             if *held == 0 {
-                counts.per_ip.remove(&ip);
+                counts.per_client.remove(&client);
             }
         }
     }
@@ -91,7 +115,7 @@ impl SlotPool {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.pool.give_back(self.ip);
+        self.pool.give_back(self.client);
     }
 }
 
@@ -194,9 +218,42 @@ impl KeyedBuckets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv6Addr;
 
-    const HOME: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
-    const AWAY: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1));
+    const HOME: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    const AWAY: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().expect("an IP address")
+    }
+
+    #[test]
+    fn an_ipv4_address_is_its_own_client() {
+        assert_eq!(client_prefix(ip("10.0.0.1")), client_prefix(ip("10.0.0.1")));
+        assert_ne!(client_prefix(ip("10.0.0.1")), client_prefix(ip("10.0.0.2")));
+    }
+
+    #[test]
+    fn an_ipv6_address_counts_by_its_slash_64() {
+        let one = client_prefix(ip("2001:db8:1:2::1"));
+        assert_eq!(one, client_prefix(ip("2001:db8:1:2:ffff:ffff:ffff:ffff")));
+        assert_ne!(one, client_prefix(ip("2001:db8:1:3::1")));
+        assert_eq!(one, ClientKey::V6Network(0x2001_0db8_0001_0002));
+    }
+
+    #[test]
+    fn an_ipv4_mapped_ipv6_address_counts_as_its_ipv4_address() {
+        let mapped = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped());
+        assert_eq!(client_prefix(mapped), client_prefix(AWAY));
+        // Every mapped address shares the /64 `::ffff:0:0`: counted by it, all IPv4
+        // clients of a dual-stack listener would be one.
+        let other = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 2).to_ipv6_mapped());
+        assert_ne!(client_prefix(mapped), client_prefix(other));
+        assert_ne!(
+            client_prefix(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            client_prefix(HOME)
+        );
+    }
 
     #[test]
     fn the_bucket_allows_a_burst_then_the_sustained_rate() {
@@ -219,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn slots_count_per_ip_and_in_total_and_come_back_when_dropped() {
+    fn slots_count_per_client_and_in_total_and_come_back_when_dropped() {
         let pool = SlotPool::new(3, 2);
         let first = pool.try_take(HOME).unwrap();
         let _second = pool.try_take(HOME).unwrap();
@@ -229,6 +286,16 @@ mod tests {
         drop(first);
         assert_eq!(pool.held(), 2);
         assert!(pool.try_take(HOME).is_ok());
+    }
+
+    #[test]
+    fn slots_of_one_ipv6_network_count_as_one_client() {
+        let pool = SlotPool::new(10, 2);
+        let _first = pool.try_take(ip("2001:db8::1")).unwrap();
+        let _second = pool.try_take(ip("2001:db8::2")).unwrap();
+        let third = pool.try_take(ip("2001:db8::3"));
+        assert_eq!(third.unwrap_err(), Refused::FullForClient);
+        assert!(pool.try_take(ip("2001:db8:0:1::1")).is_ok());
     }
 
     #[test]
