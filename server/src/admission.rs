@@ -5,8 +5,15 @@
 //! IPv4 address, or the /64 of an IPv6 address. A subscriber or host is usually given a
 //! whole /64, so hopping between addresses of one's own network buys no more places.
 //!
-//! A [`SlotPool`] hands out [`Slot`]s that give their place back when dropped, so a
-//! connection holds its place for exactly as long as it lives, however it ends.
+//! * A [`SlotPool`] hands out [`Slot`]s that give their place back when dropped, so a
+//!   connection holds its place for exactly as long as it lives, however it ends. A full
+//!   pool refuses.
+//! * A [`PendingPool`] counts the WebSocket connections that have not said hello yet. A
+//!   full pool never refuses: it evicts its oldest connection instead (see [`pending`]).
+
+pub mod pending;
+
+pub use pending::{Admitted, Evicted, PendingPool, PendingSlot};
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
