@@ -1,7 +1,6 @@
-//! Admission control: counted places (in total and per client) and token buckets (per
-//! connection, and per client IP for REST).
+//! Admission control: places counted in total and per client, and rate limits.
 //!
-//! Every per-client place counts a client by its network prefix ([`client_prefix`]): an
+//! Every per-client limit counts a client by its network prefix ([`client_prefix`]): an
 //! IPv4 address, or the /64 of an IPv6 address. A subscriber or host is usually given a
 //! whole /64, so hopping between addresses of one's own network buys no more places.
 //!
@@ -10,13 +9,18 @@
 //!   pool refuses.
 //! * A [`PendingPool`] counts the WebSocket connections that have not said hello yet. A
 //!   full pool never refuses: it evicts its oldest connection instead (see [`pending`]).
+//! * A [`RequestLimiter`] limits REST requests per client; a [`TokenBucket`] limits the
+//!   messages of one WebSocket connection, and can give a token back.
 
 pub mod pending;
 
 pub use pending::{Admitted, Evicted, PendingPool, PendingSlot};
 
+use governor::clock::Clock;
+use governor::{DefaultKeyedRateLimiter, Quota};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -126,7 +130,9 @@ impl Drop for Slot {
     }
 }
 
-/// A token bucket: `rate` tokens a second sustained, `burst` at once.
+/// A token bucket: `rate` tokens a second sustained, `burst` at once. Unlike a GCRA
+/// limiter it can take a token back ([`TokenBucket::give_back`]), which the WebSocket
+/// limit needs to make accepted moves free.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
     rate: f64,
@@ -161,18 +167,6 @@ impl TokenBucket {
         self.tokens = (self.tokens + 1.0).min(self.burst);
     }
 
-    /// How long until the next token.
-    pub fn wait_for_next(&self) -> Duration {
-        let missing = (1.0 - self.tokens).max(0.0);
-        Duration::from_secs_f64(missing / self.rate.max(f64::MIN_POSITIVE)).min(Duration::MAX)
-    }
-
-    /// Whether the bucket is full, so that forgetting it changes nothing.
-    fn is_full_at(&mut self, now: Instant) -> bool {
-        self.refill(now);
-        self.tokens >= self.burst
-    }
-
     fn refill(&mut self, now: Instant) {
         let earned = now.saturating_duration_since(self.refilled).as_secs_f64() * self.rate;
         self.tokens = (self.tokens + earned).min(self.burst);
@@ -180,46 +174,47 @@ impl TokenBucket {
     }
 }
 
-/// A token bucket per client IP, for REST requests. Full buckets are forgotten now and
-/// then, so the map holds only the clients seen recently.
+/// REST requests per client prefix: governor's keyed GCRA limiter, one small state per
+/// client in a sharded map, so clients do not queue on one lock.
+/// [`RequestLimiter::forget_idle_clients`], called now and then, drops the clients whose
+/// state is back to that of a newcomer, so memory holds only the recent ones.
 #[derive(Debug)]
-pub struct KeyedBuckets {
-    rate: u32,
-    burst: u32,
-    buckets: Mutex<HashMap<IpAddr, TokenBucket>>,
+pub struct RequestLimiter {
+    limiter: DefaultKeyedRateLimiter<ClientKey>,
 }
 
-/// How many client buckets are kept before full ones are swept away.
-const SWEEP_ABOVE: usize = 10_000;
-
-impl KeyedBuckets {
-    pub fn new(rate: u32, burst: u32) -> KeyedBuckets {
-        KeyedBuckets {
-            rate,
-            burst,
-            buckets: Mutex::new(HashMap::new()),
+impl RequestLimiter {
+    /// `per_second` requests sustained, `burst` at once; 0 counts as 1 (governor's quota
+    /// cannot be empty, and a limit that refuses everything is no use).
+    pub fn new(per_second: u32, burst: u32) -> RequestLimiter {
+        let quota = Quota::per_second(at_least_one(per_second)).allow_burst(at_least_one(burst));
+        RequestLimiter {
+            limiter: DefaultKeyedRateLimiter::dashmap(quota),
         }
     }
 
-    /// Spends a token of `ip`'s bucket; `Err(wait)` when it is empty.
-    pub fn take(&self, ip: IpAddr) -> Result<(), Duration> {
-        let mut buckets = self
-            .buckets
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
-        if buckets.len() > SWEEP_ABOVE {
-            let now = Instant::now();
-            buckets.retain(|_, bucket| !bucket.is_full_at(now));
-        }
-        let bucket = buckets
-            .entry(ip)
-            .or_insert_with(|| TokenBucket::new(self.rate, self.burst));
-        if bucket.take() {
-            Ok(())
-        } else {
-            Err(bucket.wait_for_next())
-        }
+    /// Counts one request of the client of `ip`; `Err(wait)` when it is over its limit
+    /// and may send again after `wait`.
+    pub fn check(&self, ip: IpAddr) -> Result<(), Duration> {
+        self.limiter
+            .check_key(&client_prefix(ip))
+            .map_err(|not_until| not_until.wait_time_from(self.limiter.clock().now()))
     }
+
+    /// Forgets the clients whose next request would be judged as a newcomer's anyway.
+    pub fn forget_idle_clients(&self) {
+        self.limiter.retain_recent();
+        self.limiter.shrink_to_fit();
+    }
+
+    /// Clients remembered now.
+    pub fn clients(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+fn at_least_one(count: u32) -> NonZeroU32 {
+    NonZeroU32::new(count).unwrap_or(NonZeroU32::MIN)
 }
 
 #[cfg(test)]
@@ -306,14 +301,35 @@ mod tests {
     }
 
     #[test]
-    fn keyed_buckets_limit_each_ip_apart_and_say_how_long_to_wait() {
-        let buckets = KeyedBuckets::new(2, 2);
-        assert!(buckets.take(HOME).is_ok() && buckets.take(HOME).is_ok());
-        let wait = buckets.take(HOME).unwrap_err();
+    fn requests_are_limited_per_client_and_say_how_long_to_wait() {
+        let limiter = RequestLimiter::new(2, 2);
+        assert!(limiter.check(HOME).is_ok() && limiter.check(HOME).is_ok());
+        let wait = limiter.check(HOME).unwrap_err();
         assert!(
             wait > Duration::ZERO && wait <= Duration::from_millis(500),
             "{wait:?}"
         );
-        assert!(buckets.take(AWAY).is_ok());
+        assert!(limiter.check(AWAY).is_ok());
+    }
+
+    #[test]
+    fn requests_from_one_ipv6_network_share_a_limit() {
+        let limiter = RequestLimiter::new(1, 1);
+        assert!(limiter.check(ip("2001:db8::1")).is_ok());
+        assert!(limiter.check(ip("2001:db8::2")).is_err());
+        assert!(limiter.check(ip("2001:db8:0:1::1")).is_ok());
+    }
+
+    #[test]
+    fn idle_clients_are_forgotten_and_busy_ones_kept() {
+        let limiter = RequestLimiter::new(1_000, 1);
+        assert!(limiter.check(HOME).is_ok());
+        std::thread::sleep(Duration::from_millis(20));
+        let busy = RequestLimiter::new(1, 1);
+        assert!(busy.check(AWAY).is_ok());
+        assert_eq!((limiter.clients(), busy.clients()), (1, 1));
+        limiter.forget_idle_clients();
+        busy.forget_idle_clients();
+        assert_eq!((limiter.clients(), busy.clients()), (0, 1));
     }
 }

@@ -198,12 +198,14 @@ struct RateArgs {
     /// WebSocket messages a connection may send in one burst.
     #[arg(long, env = "MESSAGE_BURST", default_value_t = Limits::default().message_burst)]
     message_burst: u32,
-    /// Sustained REST requests per second per client IP; more get 429.
+    /// Sustained REST requests per second per client (an IPv4 address or IPv6 /64); more
+    /// get 429.
     #[arg(long, env = "REQUESTS_PER_SECOND", default_value_t = Limits::default().requests_per_second,
         value_parser = clap::value_parser!(u32).range(1..))]
     requests_per_second: u32,
-    /// REST requests a client IP may send in one burst.
-    #[arg(long, env = "REQUEST_BURST", default_value_t = Limits::default().request_burst)]
+    /// REST requests a client may send in one burst.
+    #[arg(long, env = "REQUEST_BURST", default_value_t = Limits::default().request_burst,
+        value_parser = clap::value_parser!(u32).range(1..))]
     request_burst: u32,
 }
 

@@ -2,7 +2,7 @@
 //! admission counters, and the shutdown signal with the tracker of every task that must
 //! finish before exit.
 
-use crate::admission::{KeyedBuckets, PendingPool, SlotPool};
+use crate::admission::{PendingPool, RequestLimiter, SlotPool};
 use crate::bots::BotPool;
 use crate::cluster::{self, Cluster};
 use crate::config::Limits;
@@ -37,8 +37,8 @@ pub struct AppState {
     pub pending_slots: Arc<PendingPool>,
     /// Every open TCP connection, HTTP or WebSocket, in total and per client prefix.
     pub tcp_slots: Arc<SlotPool>,
-    /// REST requests per client IP.
-    pub request_buckets: Arc<KeyedBuckets>,
+    /// REST requests per client prefix.
+    pub request_limiter: Arc<RequestLimiter>,
     /// Open lobbies, in all and per creating client prefix: each open lobby's room holds
     /// one place until the lobby starts, is cancelled, or is unloaded.
     pub open_lobby_slots: Arc<SlotPool>,
@@ -67,7 +67,7 @@ impl AppState {
                 limits.max_pending_connections_per_ip,
             ),
             tcp_slots: SlotPool::new(limits.max_tcp_connections, limits.max_connections_per_ip),
-            request_buckets: Arc::new(KeyedBuckets::new(
+            request_limiter: Arc::new(RequestLimiter::new(
                 limits.requests_per_second,
                 limits.request_burst,
             )),
