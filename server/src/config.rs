@@ -45,20 +45,23 @@ pub fn default_bot_threads() -> usize {
     cores.saturating_sub(1).max(1)
 }
 
-/// Limits that keep one client from hurting the others. A per-IP limit of 0 means "no
-/// per-IP limit" (as behind a reverse proxy, where every client has the proxy's address).
+/// Limits that keep one client from hurting the others. A client is an IPv4 address or
+/// an IPv6 /64 (see `admission::client_prefix`). A per-client limit of 0 means "no
+/// per-client limit" (as behind a reverse proxy, where every client has the proxy's
+/// address).
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Open WebSocket connections at most; more are refused with 503.
     pub max_connections: usize,
-    /// WebSocket connections that have not said hello yet, at most; more are refused
-    /// with 503, so that silent connections cannot take the places of players.
+    /// WebSocket connections that have not said hello yet, at most; a newcomer evicts
+    /// the oldest of them, so that silent connections cannot take the places of players.
     pub max_pending_connections: usize,
-    /// WebSocket connections that have not said hello yet, per client IP.
+    /// WebSocket connections that have not said hello yet, per client; a newcomer evicts
+    /// its own client's oldest.
     pub max_pending_connections_per_ip: usize,
     /// Open TCP connections at most (HTTP and WebSocket alike); more are closed at once.
     pub max_tcp_connections: usize,
-    /// Open TCP connections per client IP.
+    /// Open TCP connections per client.
     pub max_connections_per_ip: usize,
     /// Largest WebSocket message (and frame) accepted; larger ones close the connection
     /// (1009) as soon as they pass the limit.
@@ -69,13 +72,13 @@ pub struct Limits {
     pub messages_per_second: u32,
     /// Messages a connection may send in a burst above the sustained rate.
     pub message_burst: u32,
-    /// Sustained REST requests per second per client IP.
+    /// Sustained REST requests per second per client.
     pub requests_per_second: u32,
-    /// REST requests a client IP may send in a burst above the sustained rate.
+    /// REST requests a client may send in a burst above the sustained rate.
     pub request_burst: u32,
     /// Open (not started) lobbies at most.
     pub max_open_lobbies: usize,
-    /// Open lobbies created by one client IP at most.
+    /// Open lobbies created by one client at most.
     pub max_open_lobbies_per_client: usize,
     /// How long a new connection may take to say hello.
     pub hello_timeout: Duration,

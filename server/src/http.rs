@@ -1,8 +1,8 @@
 //! The HTTP front door: our own accept loop over hyper's HTTP/1.1 connections, so that
-//! every TCP connection is counted (in total and per client IP), request headers must
-//! arrive within a deadline, and shutdown drains each connection gracefully. Also the
-//! middleware every request passes: REST rate limiting per client IP and HTTP metrics,
-//! and the JSON body of 405 answers.
+//! every TCP connection is counted (in total and per client prefix: an IPv4 address or
+//! an IPv6 /64), request headers must arrive within a deadline, and shutdown drains each
+//! connection gracefully. Also the middleware every request passes: REST rate limiting
+//! per client prefix and HTTP metrics, and the JSON body of 405 answers.
 
 use crate::admission::{Refused, Slot};
 use crate::error::AppError;
@@ -114,7 +114,7 @@ where
 /// Paths that are never rate limited: what orchestrators and scrapers poll.
 const UNLIMITED_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
-/// REST rate limiting per client IP: `429` with a JSON body and `Retry-After`.
+/// REST rate limiting per client prefix: `429` with a JSON body and `Retry-After`.
 pub async fn limit_requests(
     State(state): State<AppState>,
     request: Request,
@@ -127,12 +127,28 @@ pub async fn limit_requests(
     let path = request.uri().path();
     let exempt = UNLIMITED_PATHS.contains(&path) || crate::web::is_static(path);
     if let (Some(peer), false) = (peer, exempt)
-        && let Err(wait) = state.request_buckets.take(peer.ip())
+        && let Err(wait) = state.request_limiter.check(peer.ip())
     {
         state.metrics.refuse("rest_rate_limited");
         return too_many_requests(wait);
     }
     next.run(request).await
+}
+
+/// How often the REST limiter forgets the clients that are back to a full burst. Its
+/// memory holds at most the clients seen in about this long (plus those still limited).
+const FORGET_IDLE_CLIENTS_EVERY: Duration = Duration::from_secs(10);
+
+/// Forgets idle clients of the REST limiter now and then, until shutdown.
+pub async fn forget_idle_clients(state: AppState) {
+    let mut ticks = tokio::time::interval(FORGET_IDLE_CLIENTS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => state.request_limiter.forget_idle_clients(),
+            _ = state.shutdown.cancelled() => return,
+        }
+    }
 }
 
 fn too_many_requests(wait: Duration) -> Response {

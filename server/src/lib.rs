@@ -98,6 +98,7 @@ pub async fn run(
         tasks.spawn(cluster::lease::keep_leases(state.clone(), cluster.clone()));
         tasks.spawn(cluster::lease::sweep_orphans(state.clone(), cluster));
     }
+    state.tasks.spawn(http::forget_idle_clients(state.clone()));
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
     tracing::info!("draining");

@@ -168,16 +168,19 @@ struct ConnectionArgs {
     /// Most WebSocket connections open at once; more are refused with 503.
     #[arg(long, env = "MAX_CONNECTIONS", default_value_t = Limits::default().max_connections)]
     max_connections: usize,
-    /// Most WebSocket connections that have not said hello yet; more are refused with 503.
+    /// Most WebSocket connections that have not said hello yet; a newcomer evicts the
+    /// oldest of them.
     #[arg(long, env = "MAX_PENDING_CONNECTIONS", default_value_t = Limits::default().max_pending_connections)]
     max_pending_connections: usize,
-    /// Most WebSocket connections without hello per client IP (0: no per-IP limit).
+    /// Most WebSocket connections without hello per client (an IPv4 address or IPv6 /64);
+    /// a newcomer evicts that client's oldest (0: no per-client limit).
     #[arg(long, env = "MAX_PENDING_CONNECTIONS_PER_IP", default_value_t = Limits::default().max_pending_connections_per_ip)]
     max_pending_connections_per_ip: usize,
     /// Most TCP connections open at once (HTTP and WebSocket); more are closed at once.
     #[arg(long, env = "MAX_TCP_CONNECTIONS", default_value_t = Limits::default().max_tcp_connections)]
     max_tcp_connections: usize,
-    /// Most TCP connections per client IP (0: no per-IP limit, as behind a proxy).
+    /// Most TCP connections per client (an IPv4 address or IPv6 /64; 0: no per-client
+    /// limit, as behind a proxy).
     #[arg(long, env = "MAX_CONNECTIONS_PER_IP", default_value_t = Limits::default().max_connections_per_ip)]
     max_connections_per_ip: usize,
     /// Largest WebSocket message (and frame) accepted, in bytes; larger ones close the
@@ -190,7 +193,7 @@ struct ConnectionArgs {
     /// Most open (not started) lobbies.
     #[arg(long, env = "MAX_OPEN_LOBBIES", default_value_t = Limits::default().max_open_lobbies)]
     max_open_lobbies: usize,
-    /// Most open lobbies created by one client IP.
+    /// Most open lobbies created by one client (an IPv4 address or IPv6 /64).
     #[arg(long, env = "MAX_OPEN_LOBBIES_PER_CLIENT", default_value_t = Limits::default().max_open_lobbies_per_client)]
     max_open_lobbies_per_client: usize,
 }
@@ -204,12 +207,14 @@ struct RateArgs {
     /// WebSocket messages a connection may send in one burst.
     #[arg(long, env = "MESSAGE_BURST", default_value_t = Limits::default().message_burst)]
     message_burst: u32,
-    /// Sustained REST requests per second per client IP; more get 429.
+    /// Sustained REST requests per second per client (an IPv4 address or IPv6 /64); more
+    /// get 429.
     #[arg(long, env = "REQUESTS_PER_SECOND", default_value_t = Limits::default().requests_per_second,
         value_parser = clap::value_parser!(u32).range(1..))]
     requests_per_second: u32,
-    /// REST requests a client IP may send in one burst.
-    #[arg(long, env = "REQUEST_BURST", default_value_t = Limits::default().request_burst)]
+    /// REST requests a client may send in one burst.
+    #[arg(long, env = "REQUEST_BURST", default_value_t = Limits::default().request_burst,
+        value_parser = clap::value_parser!(u32).range(1..))]
     request_burst: u32,
 }
 

@@ -2,7 +2,7 @@
 //! admission counters, and the shutdown signal with the tracker of every task that must
 //! finish before exit.
 
-use crate::admission::{KeyedBuckets, SlotPool};
+use crate::admission::{PendingPool, RequestLimiter, SlotPool};
 use crate::bots::BotPool;
 use crate::cluster::{self, Cluster};
 use crate::config::Limits;
@@ -32,14 +32,15 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// Every open WebSocket connection holds one permit.
     pub connection_slots: Arc<Semaphore>,
-    /// WebSocket connections that have not said hello yet.
-    pub pending_slots: Arc<SlotPool>,
-    /// Every open TCP connection, HTTP or WebSocket.
+    /// WebSocket connections that have not said hello yet, in total and per client
+    /// prefix; the oldest is evicted to make room.
+    pub pending_slots: Arc<PendingPool>,
+    /// Every open TCP connection, HTTP or WebSocket, in total and per client prefix.
     pub tcp_slots: Arc<SlotPool>,
-    /// REST requests per client IP.
-    pub request_buckets: Arc<KeyedBuckets>,
-    /// Open lobbies, in all and per creating client IP: each open lobby's room holds one
-    /// place until the lobby starts, is cancelled, or is unloaded.
+    /// REST requests per client prefix.
+    pub request_limiter: Arc<RequestLimiter>,
+    /// Open lobbies, in all and per creating client prefix: each open lobby's room holds
+    /// one place until the lobby starts, is cancelled, or is unloaded.
     pub open_lobby_slots: Arc<SlotPool>,
     /// Lobby expiry and the bots that play for seats.
     pub room_settings: RoomSettings,
@@ -61,12 +62,12 @@ impl AppState {
             rooms: Rooms::default(),
             metrics: Arc::new(Metrics::new()),
             connection_slots: Arc::new(Semaphore::new(limits.max_connections)),
-            pending_slots: SlotPool::new(
+            pending_slots: PendingPool::new(
                 limits.max_pending_connections,
                 limits.max_pending_connections_per_ip,
             ),
             tcp_slots: SlotPool::new(limits.max_tcp_connections, limits.max_connections_per_ip),
-            request_buckets: Arc::new(KeyedBuckets::new(
+            request_limiter: Arc::new(RequestLimiter::new(
                 limits.requests_per_second,
                 limits.request_burst,
             )),

@@ -6,7 +6,7 @@
 //! URL). Bad frames get an `error` reply and the connection stays; a client that floods,
 //! sends oversized messages or stops answering pings is closed with the fitting code.
 
-use crate::admission::{Refused, Slot, TokenBucket};
+use crate::admission::{Evicted, PendingSlot, TokenBucket};
 use crate::auth::Token;
 use crate::error::{AppError, ErrorBody};
 use crate::http::TcpSlot;
@@ -103,28 +103,30 @@ pub async fn upgrade(
 /// The places a new WebSocket connection holds: one of all connections, and one of
 /// those that have not said hello yet.
 struct Places {
-    /// Held, never read: dropping it gives the place back.
-    _connection: OwnedSemaphorePermit,
-    pending: Option<Slot>,
+    connection: OwnedSemaphorePermit,
+    pending: PendingSlot,
 }
 
-/// Takes both places, or names the limit that refused (a metrics reason).
+/// Takes both places, or names the limit that refused (a metrics reason). Only the cap
+/// on all connections refuses: a pending place is made by evicting the oldest silent
+/// connection, so the connection place is taken first, lest a refused newcomer evict one
+/// for nothing.
 fn take_places(state: &AppState, ip: IpAddr) -> Result<Places, &'static str> {
-    let pending = state
-        .pending_slots
-        .try_take(ip)
-        .map_err(|refused| match refused {
-            Refused::Full => "pending_connections",
-            Refused::FullForClient => "pending_connections_per_ip",
-        })?;
     let connection = state
         .connection_slots
         .clone()
         .try_acquire_owned()
         .map_err(|_| "websocket_connections")?;
+    let admitted = state.pending_slots.admit(ip);
+    if let Some(evicted) = admitted.evicted {
+        state.metrics.refuse(match evicted {
+            Evicted::ServerFull => "pending_evicted",
+            Evicted::ClientFull => "pending_evicted_per_client",
+        });
+    }
     Ok(Places {
-        _connection: connection,
-        pending: Some(pending),
+        connection,
+        pending: admitted.slot,
     })
 }
 
@@ -132,15 +134,22 @@ async fn serve_connection(
     socket: WebSocket,
     room: RoomHandle,
     state: AppState,
-    mut places: Places,
+    places: Places,
     _tcp_slot: Option<TcpSlot>,
 ) {
+    // Held to the end, never read: dropping it gives the place back.
+    let Places {
+        connection: _connection_place,
+        pending,
+    } = places;
     tracing::info!("connection opened");
     state.metrics.connections.inc();
     let mut connection = Connection::new(socket, room, state.clone());
     connection.set_role("pending");
-    if let Some(connected) = connection.await_hello().await {
-        places.pending = None;
+    if let Some(connected) = connection.await_hello(&pending).await {
+        // Welcomed, so no longer pending (if an eviction raced the hello, it already
+        // took the place and this gives nothing back).
+        drop(pending);
         connection.play(connected).await;
     }
     if let Some(hash) = connection.token_hash.take() {
@@ -154,7 +163,6 @@ async fn serve_connection(
     connection.log_end();
     connection.clear_role();
     state.metrics.connections.dec();
-    drop(places);
 }
 
 /// What the loop should do after handling a frame.
@@ -249,8 +257,9 @@ impl Connection {
         }
     }
 
-    /// Waits for a valid `hello`; `None` when the connection ended first.
-    async fn await_hello(&mut self) -> Option<Connected> {
+    /// Waits for a valid `hello`; `None` when the connection ended first, or was evicted
+    /// from `pending` to make room for a newer connection.
+    async fn await_hello(&mut self, pending: &PendingSlot) -> Option<Connected> {
         let deadline = tokio::time::sleep(self.state.limits.hello_timeout);
         tokio::pin!(deadline);
         let mut failures = 0;
@@ -262,6 +271,11 @@ impl Connection {
                 frame = self.socket.recv() => frame,
                 _ = &mut deadline => {
                     self.close(close::POLICY, "no hello in time").await;
+                    return None;
+                }
+                _ = pending.evicted() => {
+                    let reason = "evicted: too many connections waiting for hello";
+                    self.close(close::POLICY, reason).await;
                     return None;
                 }
                 _ = self.state.shutdown.cancelled() => {

@@ -9,7 +9,7 @@ use carcassonne_tests::raw::{
 };
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
-use futures_util::StreamExt;
+use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -21,20 +21,82 @@ async fn sqlite_server(options: &[&str]) -> (TestDatabase, TestServer) {
     (database, server)
 }
 
+type RawSocket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
 /// The close code the server sends next on a raw socket, reading past other frames.
-async fn raw_close_code(
-    socket: &mut tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>,
-) -> Option<u16> {
+async fn raw_close_code(socket: &mut RawSocket) -> Option<u16> {
+    raw_close(socket).await.map(|(code, _)| code)
+}
+
+/// The close code and reason the server sends next on a raw socket, reading past other
+/// frames; `None` if it hung up without a close frame.
+async fn raw_close(socket: &mut RawSocket) -> Option<(u16, String)> {
     loop {
         let frame = tokio::time::timeout(Duration::from_secs(15), socket.next())
             .await
             .expect("the server answers in time");
         match frame {
-            Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+            Some(Ok(Message::Close(frame))) => {
+                return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+            }
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => return None,
         }
     }
+}
+
+/// Asserts that the server closed `socket` with 1008 because a newer connection took its
+/// place before it said hello.
+async fn assert_evicted(socket: &mut RawSocket, which: &str) {
+    let (code, reason) = raw_close(socket)
+        .await
+        .unwrap_or_else(|| panic!("{which} got no close frame"));
+    assert_eq!(code, 1008, "{which}: {reason}");
+    assert!(reason.starts_with("evicted"), "{which}: {reason}");
+}
+
+/// Asserts that the server has sent nothing on `socket` (no close either) for a moment.
+async fn assert_still_open(socket: &mut RawSocket, which: &str) {
+    let next = tokio::time::timeout(Duration::from_millis(300), socket.next()).await;
+    assert!(next.is_err(), "{which} is still open: {next:?}");
+}
+
+/// A silent WebSocket (it never says hello) to `url` from the client address `source`.
+async fn silent_websocket(source: &str, server: &TestServer, url: &str) -> RawSocket {
+    let stream = connect_from(source, server.address, None).await;
+    websocket_over(stream, url)
+        .await
+        .unwrap_or_else(|status| panic!("a silent socket from {source} was refused: {status}"))
+}
+
+/// Says hello on a raw socket with a seat token and returns the server's answer.
+async fn raw_hello(socket: &mut RawSocket, token: &str) -> serde_json::Value {
+    let hello = json!({ "type": "hello", "token": token }).to_string();
+    socket.send(Message::Text(hello.into())).await.unwrap();
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(15), socket.next())
+            .await
+            .expect("the server answers in time");
+        match frame {
+            Some(Ok(Message::Text(text))) => return serde_json::from_str(&text).unwrap(),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            other => panic!("no answer to the hello: {other:?}"),
+        }
+    }
+}
+
+/// The value of one line of the server's metrics, 0 when it has no such line.
+async fn metric(server: &TestServer, line_start: &str) -> u64 {
+    let metrics = reqwest::get(format!("{}/metrics", server.http()))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(line_start))
+        .map_or(0, |value| value.trim().parse().unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,20 +383,56 @@ async fn silent_connections_from_one_ip_cannot_lock_a_player_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websockets_that_never_say_hello_have_their_own_smaller_cap() {
+    // Past its client's cap, a silent socket takes the place of that client's oldest.
     let options = ["--max-pending-connections-per-ip", "3"];
     let (_db, server) = sqlite_server(&options).await;
     let mut table = Table::start(&server, 2, json!({ "tile_limit": 10 }), 15).await;
     let url = server.ws_url(&table.game);
     let mut silent = Vec::new();
-    for _ in 0..3 {
-        let stream = connect_from(OTHER_CLIENT, server.address, None).await;
-        silent.push(websocket_over(stream, &url).await.expect("upgraded"));
+    for _ in 0..4 {
+        silent.push(silent_websocket(OTHER_CLIENT, &server, &url).await);
     }
-    let stream = connect_from(OTHER_CLIENT, server.address, None).await;
-    assert_eq!(websocket_over(stream, &url).await.err(), Some(503));
+    assert_evicted(&mut silent[0], "the client's oldest silent socket").await;
+    for (number, socket) in silent.iter_mut().enumerate().skip(1) {
+        assert_still_open(socket, &format!("silent socket {number}")).await;
+    }
+    let evicted = r#"carcassonne_refused_connections_total{reason="pending_evicted_per_client"}"#;
+    assert_eq!(metric(&server, evicted).await, 1);
     let mut spectator = WsClient::join(&url, None, None).await;
     spectator.next_of("snapshot").await;
     table.play_to_the_end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_websockets_from_many_clients_give_way_to_a_player_oldest_first() {
+    let options = ["--max-pending-connections", "50", "--hello-timeout", "60s"];
+    let (_db, server) = sqlite_server(&options).await;
+    let creator = Api::new(server.http())
+        .create_lobby("seat0", 2, json!({}))
+        .await;
+    let url = server.ws_url(&creator.lobby);
+    // 20 from each of 4 clients, each at its own cap (the default 20) and never over.
+    let mut silent = Vec::new();
+    for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"] {
+        for _ in 0..20 {
+            silent.push(silent_websocket(source, &server, &url).await);
+        }
+    }
+    let stream = connect_from("127.0.0.6", server.address, None).await;
+    let mut player = websocket_over(stream, &url)
+        .await
+        .expect("the player's socket is upgraded");
+    let welcome = raw_hello(&mut player, &creator.token).await;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    assert_eq!(welcome["seat"], 0, "{welcome}");
+    // 80 silent sockets and the player in 50 places: the 31 oldest silent ones went.
+    for (number, socket) in silent.iter_mut().enumerate().take(31) {
+        assert_evicted(socket, &format!("silent socket {number}")).await;
+    }
+    assert_still_open(&mut silent[31], "the oldest silent socket left").await;
+    assert_still_open(&mut silent[79], "the newest silent socket").await;
+    let evicted = r#"carcassonne_refused_connections_total{reason="pending_evicted"}"#;
+    assert_eq!(metric(&server, evicted).await, 31);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
