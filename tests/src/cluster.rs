@@ -36,6 +36,11 @@ const ROAMING_PATIENCE: Duration = Duration::from_secs(30);
 /// tries another: a frozen node accepts TCP connections and says nothing.
 const WELCOME_PATIENCE: Duration = Duration::from_secs(5);
 
+/// A player that has heard nothing for this long sends a `ping`; one that still hears
+/// nothing for as long again gives the node up and reconnects elsewhere, as a real
+/// client would. Spectators stay, and see what a node that comes back has to say.
+const PING_AFTER: Duration = Duration::from_secs(1);
+
 /// The NATS server the cluster tests use.
 pub fn nats_url() -> String {
     std::env::var("TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
@@ -141,6 +146,9 @@ pub struct RoamingClient {
     pub game: String,
     pub token: Option<String>,
     pub preferred: usize,
+    /// How long a player thinks before each command, so that a game is in mid-play
+    /// (and a client waiting for its turn) when a fault strikes.
+    pub think: Duration,
     pub nodes: LiveNodes,
     /// Counts every acknowledged command of every client, for the test's schedule.
     pub acked_total: Arc<AtomicU64>,
@@ -157,6 +165,9 @@ struct Mirror {
     legal: Option<Vec<Value>>,
     /// The `seq` at which this connection sent its command, if it did.
     sent_at: Option<u64>,
+    /// Connections opened so far: a player reconnecting after an unanswered command
+    /// resends it on every other connection, and decides afresh on the others.
+    connections: u64,
     acked: Vec<Acked>,
     refused: Vec<(String, String)>,
     states: Vec<(u64, u64)>,
@@ -192,6 +203,7 @@ impl RoamingClient {
             state: Value::Null,
             legal: None,
             sent_at: None,
+            connections: 0,
             acked: Vec::new(),
             refused: Vec::new(),
             states: Vec::new(),
@@ -236,6 +248,7 @@ impl RoamingClient {
             Ok(Err(_)) | Err(_) => return Next::Reconnect,
         };
         mirror.sent_at = None;
+        mirror.connections += 1;
         let hello = json!({ "type": "hello", "token": self.token, "last_seq": mirror.seq });
         if socket
             .send(Message::Text(hello.to_string().into()))
@@ -244,42 +257,39 @@ impl RoamingClient {
         {
             return Next::Reconnect;
         }
-        let mut welcomed = false;
-        let mut last_message = std::time::Instant::now();
+        let mut quiet = Quiet::new(self.token.is_some());
         loop {
-            let patience = match welcomed {
-                true => ROAMING_PATIENCE,
-                false => WELCOME_PATIENCE,
-            };
-            let left = patience.saturating_sub(last_message.elapsed());
-            let text = match tokio::time::timeout(left, socket.next()).await {
+            let text = match tokio::time::timeout(quiet.wait(), socket.next()).await {
                 Ok(Some(Ok(Message::Text(text)))) => text,
                 Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) => return Next::Reconnect,
                 Ok(Some(Ok(_))) => continue,
-                // A node that never welcomed this client is frozen or overwhelmed.
-                Err(_) if !welcomed => return Next::Reconnect,
-                Err(_) => panic!(
-                    "{}: no message for {ROAMING_PATIENCE:?} at seq {:?}",
-                    self.game, mirror.seq
-                ),
+                Err(_) => match quiet.act(&self.game, mirror.seq) {
+                    Act::Wait => continue,
+                    Act::Ping => {
+                        let ping = Message::Text(json!({ "type": "ping" }).to_string().into());
+                        if socket.send(ping).await.is_err() {
+                            return Next::Reconnect;
+                        }
+                        continue;
+                    }
+                    Act::GiveUp => return Next::Reconnect,
+                },
             };
-            last_message = std::time::Instant::now();
             let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
             assert_valid_server_message(&message);
-            welcomed |= message["type"] == "welcome";
+            quiet.heard(&message);
             if !self.absorb(&message, mirror) {
                 return Next::Reconnect;
             }
             if mirror.state["status"] == "finished" {
                 return Next::Finished;
             }
-            if let Some(command) = self.command_due(mirror)
-                && socket
-                    .send(Message::Text(command.to_string().into()))
-                    .await
-                    .is_err()
-            {
-                return Next::Reconnect;
+            if let Some(command) = self.command_due(mirror) {
+                tokio::time::sleep(self.think).await;
+                let sent = socket.send(Message::Text(command.to_string().into()));
+                if sent.await.is_err() {
+                    return Next::Reconnect;
+                }
             }
         }
     }
@@ -371,9 +381,83 @@ impl RoamingClient {
         }
         let legal = mirror.legal.as_ref().filter(|legal| !legal.is_empty())?;
         mirror.sent_at = Some(seq);
-        let mv = legal[seq as usize % legal.len()].clone();
-        let id = format!("s{seat}-{seq}");
+        let choice = mirror.connections / 2;
+        let mv = legal[(seq + choice) as usize % legal.len()].clone();
+        let id = format!("s{seat}-{seq}-{choice}");
         Some(json!({ "type": "command", "id": id, "seq": seq, "move": mv }))
+    }
+}
+
+/// How long a connection has been quiet, and what a client does about it.
+struct Quiet {
+    player: bool,
+    welcomed: bool,
+    /// When anything last came, a `pong` included.
+    heard_anything: std::time::Instant,
+    /// When the game last said something (anything but a `pong`).
+    heard_the_game: std::time::Instant,
+    pinged: bool,
+}
+
+enum Act {
+    Wait,
+    Ping,
+    GiveUp,
+}
+
+impl Quiet {
+    fn new(player: bool) -> Quiet {
+        let now = std::time::Instant::now();
+        Quiet {
+            player,
+            welcomed: false,
+            heard_anything: now,
+            heard_the_game: now,
+            pinged: false,
+        }
+    }
+
+    fn heard(&mut self, message: &Value) {
+        let now = std::time::Instant::now();
+        self.heard_anything = now;
+        self.pinged = false;
+        if message["type"] != "pong" {
+            self.heard_the_game = now;
+        }
+        self.welcomed |= message["type"] == "welcome";
+    }
+
+    /// How long to wait for the next message before deciding anything.
+    fn wait(&self) -> Duration {
+        let silent = self.heard_anything.elapsed();
+        match (self.welcomed, self.player, self.pinged) {
+            (false, _, _) => WELCOME_PATIENCE.saturating_sub(silent),
+            (true, true, false) => PING_AFTER.saturating_sub(silent),
+            (true, true, true) => (PING_AFTER * 2).saturating_sub(silent),
+            (true, false, _) => ROAMING_PATIENCE.saturating_sub(self.heard_the_game.elapsed()),
+        }
+    }
+
+    /// What to do after waiting in vain. A game that says nothing for
+    /// [`ROAMING_PATIENCE`] though its node answers is stalled: the test fails.
+    fn act(&mut self, game: &str, seq: Option<u64>) -> Act {
+        // A node that never welcomed this client is frozen or overwhelmed.
+        if !self.welcomed {
+            return Act::GiveUp;
+        }
+        assert!(
+            self.heard_the_game.elapsed() < ROAMING_PATIENCE,
+            "{game}: the game said nothing for {ROAMING_PATIENCE:?} at seq {seq:?}"
+        );
+        match (self.player, self.pinged) {
+            (false, _) => Act::Wait,
+            (true, false) => {
+                self.pinged = true;
+                Act::Ping
+            }
+            (true, true) if self.heard_anything.elapsed() >= PING_AFTER * 2 => Act::GiveUp,
+            (true, true) => Act::Wait,
+        }
     }
 }
 
@@ -418,6 +502,7 @@ impl RoamingGame {
         number: usize,
         nodes: &LiveNodes,
         acked_total: &Arc<AtomicU64>,
+        think: Duration,
     ) -> RoamingGame {
         let on = |offset: usize| Api::new(http_bases[(number + offset) % http_bases.len()].clone());
         let creator = on(0).create_lobby("creator", 2, json!({})).await;
@@ -434,6 +519,7 @@ impl RoamingGame {
                     game: creator.lobby.clone(),
                     token,
                     preferred: number + offset,
+                    think,
                     nodes: nodes.clone(),
                     acked_total: acked_total.clone(),
                     acked_in_game: acked.clone(),

@@ -37,7 +37,8 @@ async fn games_survive_a_node_stopping_and_another_dying() {
     let mut games = Vec::new();
     for number in 0..GAMES {
         let bases: Vec<String> = servers.iter().map(TestServer::http).collect();
-        games.push(RoamingGame::open(&bases, number, &nodes, &acked_total).await);
+        let game = RoamingGame::open(&bases, number, &nodes, &acked_total, Duration::ZERO);
+        games.push(game.await);
     }
     let started = Instant::now();
 

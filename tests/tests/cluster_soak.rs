@@ -1,6 +1,8 @@
-//! A bounded soak of cluster mode: three nodes on one Postgres and a NATS of the test's
-//! own, games played end to end by roaming clients, while, one after another, a node is
-//! frozen (SIGSTOP) past its lease and resumed, a node is killed (SIGKILL) and started
+//! A bounded soak of cluster mode: three nodes on one Postgres (each reaching it through
+//! a proxy that delays every reply by 40 ms, so that writes are in flight when a fault
+//! strikes) and a NATS of the test's own, games played end to end by roaming clients
+//! that think a little before each move, while, one after another, a node is
+//! frozen (SIGSTOP) past its lease and its writes' timeouts and resumed, a node is killed (SIGKILL) and started
 //! again under its name, a node is drained (SIGTERM) and started again, and NATS is
 //! restarted. Games are opened as others end. Once the faults stop, every game must
 //! finish, and every client's view must agree with the others' and with the database:
@@ -14,6 +16,7 @@ use carcassonne_tests::cluster::{
 };
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::nats::TestNats;
+use carcassonne_tests::proxy::TcpProxy;
 use carcassonne_tests::server::TestServer;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,10 +27,19 @@ const LEASE: Duration = Duration::from_secs(2);
 const NODES: usize = 3;
 /// Games in play at any time.
 const GAMES: usize = 6;
+/// How long each reply of the database takes to reach a node.
+const DATABASE_LATENCY: Duration = Duration::from_millis(40);
+/// How long a player thinks before a move.
+const THINK: Duration = Duration::from_millis(100);
+/// How long a node stays frozen: past its lease, and past the store's operation timeout
+/// (8 s), so that the write it had in flight has timed out when it resumes.
+const FREEZE: Duration = Duration::from_secs(10);
 
 /// The soak's nodes, each up or down, and where clients may find them.
 struct Nodes {
-    database_url: String,
+    /// The database, as each node reaches it: through its own slow proxy.
+    proxies: Vec<TcpProxy>,
+    database: TestDatabase,
     nats: TestNats,
     names: Vec<String>,
     servers: Vec<Option<TestServer>>,
@@ -37,10 +49,17 @@ struct Nodes {
 }
 
 impl Nodes {
-    async fn start(database_url: String, nats: TestNats) -> Nodes {
+    async fn start(database: TestDatabase, nats: TestNats) -> Nodes {
         let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+        let mut proxies = Vec::new();
+        for _ in 0..NODES {
+            let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+            proxy.delay_replies(DATABASE_LATENCY);
+            proxies.push(proxy);
+        }
         let mut nodes = Nodes {
-            database_url,
+            proxies,
+            database,
             nats,
             names: (0..NODES).map(|n| format!("soak-{tag}-{n}")).collect(),
             servers: (0..NODES).map(|_| None).collect(),
@@ -54,8 +73,9 @@ impl Nodes {
     }
 
     async fn start_node(&mut self, index: usize) {
-        let (url, nats) = (&self.database_url, self.nats.url());
-        let server = start_node_on(url, &nats, &self.names[index], LEASE_TTL).await;
+        let url = self.database.url_through_port(self.proxies[index].port);
+        let nats = self.nats.url();
+        let server = start_node_on(&url, &nats, &self.names[index], LEASE_TTL).await;
         self.live.add(server.address);
         self.servers[index] = Some(server);
     }
@@ -82,7 +102,7 @@ impl Nodes {
                 // Clients still find it: a frozen node is not known to be frozen.
                 let server = self.servers[index].as_ref().expect("up");
                 server.pause();
-                tokio::time::sleep(LEASE * 3).await;
+                tokio::time::sleep(FREEZE).await;
                 server.resume();
                 "froze a node past its lease"
             }
@@ -131,7 +151,7 @@ async fn games_stay_true_through_frozen_killed_and_drained_nodes_and_nats_restar
             .and_then(|seconds| seconds.parse().ok())
             .unwrap_or(60),
     );
-    let mut nodes = Nodes::start(database.url(), nats).await;
+    let mut nodes = Nodes::start(database, nats).await;
     let acked_total = Arc::new(AtomicU64::new(0));
     let (mut playing, mut ended): (Vec<RoamingGame>, Vec<RoamingGame>) = (Vec::new(), Vec::new());
     let mut opened = 0;
@@ -142,7 +162,8 @@ async fn games_stay_true_through_frozen_killed_and_drained_nodes_and_nats_restar
         (playing, ended) = (going, ended.into_iter().chain(done).collect());
         while playing.len() < GAMES {
             let bases = nodes.http_bases();
-            playing.push(RoamingGame::open(&bases, opened, &nodes.live, &acked_total).await);
+            let game = RoamingGame::open(&bases, opened, &nodes.live, &acked_total, THINK);
+            playing.push(game.await);
             opened += 1;
         }
         let before = acked_total.load(Ordering::Relaxed);
@@ -174,7 +195,8 @@ async fn games_stay_true_through_frozen_killed_and_drained_nodes_and_nats_restar
         let id = game.id.clone();
         let reports = game.reports().await;
         reconnects += reports.iter().map(|report| report.reconnects).sum::<u32>();
-        assert_clients_agree_with_the_log(&id, &reports, &move_log(&database, &id));
+        let logged = move_log(&nodes.database, &id);
+        assert_clients_agree_with_the_log(&id, &reports, &logged);
     }
     let logs = nodes.all_logs();
     assert!(!logs.contains("panicked"), "a node panicked:\n{logs}");
