@@ -72,7 +72,7 @@ impl Cluster {
         let (reconnected, reconnections) = tokio::sync::watch::channel(0);
         let nats = async_nats::ConnectOptions::new()
             .name(format!("carcassonne {}", config.node))
-            .request_timeout(Some(NATS_WAIT))
+            .request_timeout(Some(REQUEST_WAIT))
             .event_callback(move |event| {
                 let reconnected = reconnected.clone();
                 async move { note_nats_event(event, &reconnected) }
@@ -100,10 +100,15 @@ impl Cluster {
     }
 }
 
-/// The longest any NATS call waits: a request for its answer, a publication or a flush
-/// while NATS is away. Past it the caller treats NATS as away; nothing waits for NATS
-/// without a bound, shutdown least of all.
+/// The longest a publication or a flush waits while NATS is away. Past it the caller
+/// treats NATS as away: nothing waits for NATS without a bound, shutdown least of all.
 pub const NATS_WAIT: Duration = Duration::from_secs(3);
+
+/// The longest a request to another node waits for its answer: more than the owner may
+/// take to answer a command while its database is away (the acquire timeout, 3 s by
+/// default, and a second), so that the client hears `storage_unavailable` rather than
+/// being sent to reconnect.
+pub const REQUEST_WAIT: Duration = Duration::from_secs(5);
 
 fn note_nats_event(event: async_nats::Event, reconnected: &tokio::sync::watch::Sender<u64>) {
     match event {

@@ -228,15 +228,19 @@ impl RemoteRoom {
         });
     }
 
-    /// The owner published up to `checked`: connections behind it catch up.
+    /// The owner published up to `checked`: connections behind it catch up. Before the
+    /// first update came through, the stand-in cannot tell what its connections got in
+    /// their hellos' catch-ups, so they are told all the same and each compares.
     fn on_checked(&mut self, checked: Option<u64>) {
         self.checking = false;
         self.last_heard = Instant::now();
         let Some(seq) = checked.filter(|&seq| Some(seq) > self.relayed_seq) else {
             return;
         };
-        tracing::info!(game = %self.id, seq, relayed = ?self.relayed_seq, "updates were lost on their way here; connections catch up");
-        self.metrics.cluster_event("lost_updates_found");
+        if let Some(relayed) = self.relayed_seq {
+            tracing::info!(game = %self.id, seq, relayed, "updates were lost on their way here; connections catch up");
+            self.metrics.cluster_event("lost_updates_found");
+        }
         self.relayed_seq = Some(seq);
         let _ = self.updates.send(Arc::new(Outgoing::seq_check(seq)));
     }
