@@ -228,3 +228,37 @@ async fn with_the_database_away_commands_fail_fast_and_reads_never_wait() {
         );
     }
 }
+
+/// SIGTERM while the database is away and a command waits for it: the server exits
+/// within its drain timeout all the same (the command was never acknowledged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_within_the_drain_timeout_while_the_database_is_away() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let mut proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let url = database.url_through_port(proxy.port);
+    let options = ["--drain-timeout", "2s", "--db-acquire-timeout", "10s"];
+    let server = TestServer::start_with(&url, &options).await;
+    let mut table = Table::start(&server, 2, json!({}), 9).await;
+    table.play_one().await;
+    proxy.cut();
+    let mover = table.mover().expect("a player to move");
+    let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
+    let command = json!({ "type": "command", "id": "cut-off", "seq": table.seq(), "move": chosen });
+    table.players[mover].send(command).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let asked = Instant::now();
+    let (status, log) = server.terminate_within(Duration::from_secs(6)).await;
+    eprintln!("exited {:?} after SIGTERM", asked.elapsed());
+    assert!(status.success(), "{log}");
+    assert!(log.contains("the drain timed out"), "{log}");
+    let heard = table.players[mover]
+        .rest_until_closed(Duration::from_secs(2))
+        .await
+        .0;
+    assert!(
+        !heard.iter().any(|message| message["type"] == "ack"),
+        "nothing was acknowledged: {heard:?}"
+    );
+}
