@@ -200,12 +200,15 @@ pub(crate) struct BatchFailure {
 }
 
 impl BatchFailure {
-    /// A failure before the batch's `COMMIT` was sent: nothing of the batch was
-    /// committed, so a transient failure is reported as [`StoreError::Unreachable`].
+    /// A failure before the batch's `COMMIT` was sent. A session lost then committed
+    /// nothing of the batch, and is reported as [`StoreError::Unreachable`]; a statement
+    /// the database refused (a timeout, a read-only replica) stays `Unavailable`.
     pub(crate) fn before_commit(error: sqlx::Error) -> BatchFailure {
         let session_lost_before_commit = is_lost_session(&error);
         let error = match StoreError::from(error) {
-            StoreError::Unavailable(cause) => StoreError::Unreachable(cause),
+            StoreError::Unavailable(cause) if session_lost_before_commit => {
+                StoreError::Unreachable(cause)
+            }
             other => other,
         };
         BatchFailure {

@@ -148,7 +148,7 @@ pub enum StoreError {
     #[error("the database is unavailable: {0}")]
     Unavailable(String),
     /// The database was not reached in time (no connection could be had within the
-    /// acquire timeout, or the pool is closed), or a write's connection failed before
+    /// acquire timeout, or the pool is closed), or a batch's connection was lost before
     /// its COMMIT was sent: nothing was written, and the caller may try again at once.
     #[error("the database is unreachable: {0}")]
     Unreachable(String),

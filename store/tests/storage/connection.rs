@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
-    Context, Proxy, impatient_options, move_row, player, playing_game, postgres_address, seat,
-    url_with_database, url_with_host_port,
+    Context, Proxy, impatient_options, move_row, player, playing_game, postgres_address,
+    postgres_available, run, seat, url_with_database, url_with_host_port,
 };
 
 /// How long an unreachable database may take to be reported, with a 500 ms acquire
@@ -32,16 +32,18 @@ backend_tests! {
         context.store.ping().await.unwrap();
     }
 
-    async fn a_closed_store_is_unavailable(context: Context) {
+    // A closed store reaches nothing, and says so: a write refused this way was
+    // certainly not made, and a caller need not read back whether it landed.
+    async fn a_closed_store_is_unreachable(context: Context) {
         let other = context.reopen().await;
         let game = playing_game(&other, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
         other.close().await;
         let error = other.ping().await.unwrap_err();
-        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        assert!(matches!(error, StoreError::Unreachable(_)), "{error:?}");
         // Moves go through the move writer, which has a pool of its own on Postgres.
         let mv = move_row(game.seq + 1, 0, "c1");
         let error = other.append_move(game.id, &mv).await.unwrap_err();
-        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        assert!(matches!(error, StoreError::Unreachable(_)), "{error:?}");
         assert_eq!(context.store.move_at(game.id, mv.seq).await.unwrap(), None);
     }
 
@@ -53,7 +55,13 @@ backend_tests! {
         };
         let started = Instant::now();
         let error = Store::connect_with(&impatient_options(&url)).await.unwrap_err();
-        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        let expected = match context.backend {
+            // The pool gave no connection: nothing was reached.
+            Backend::Postgres => matches!(error, StoreError::Unreachable(_)),
+            // SQLite cannot open its file: the database itself fails.
+            Backend::Sqlite => matches!(error, StoreError::Unavailable(_)),
+        };
+        assert!(expected, "{error:?}");
         assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
     }
 
@@ -89,8 +97,9 @@ backend_tests! {
 }
 
 /// Cuts the connection to Postgres under a running store: calls fail fast with
-/// `Unavailable`, and once the server is reachable again the same store works, its
-/// broken connections replaced by the pool.
+/// `Unreachable` (the pool's new connections are refused, so nothing reaches the
+/// database), and once the server is reachable again the same store works, its broken
+/// connections replaced by the pool.
 async fn postgres_comes_back(context: &Context) {
     let proxy = Proxy::start(0, postgres_address()).await;
     let port = proxy.port();
@@ -101,7 +110,7 @@ async fn postgres_comes_back(context: &Context) {
     proxy.stop().await;
     let started = Instant::now();
     let error = store.ping().await.unwrap_err();
-    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    assert!(matches!(error, StoreError::Unreachable(_)), "{error:?}");
     assert!(started.elapsed() < FAST, "took {:?}", started.elapsed());
 
     let proxy = Proxy::start(port, postgres_address()).await;
@@ -111,6 +120,65 @@ async fn postgres_comes_back(context: &Context) {
     assert_eq!(context.store.player(ada.id).await.unwrap(), Some(ada));
     store.close().await;
     proxy.stop().await;
+}
+
+/// With the database unreachable, moves of several games written together are all
+/// refused as `Unreachable` within about one acquire timeout: the moves that queued while
+/// one batch waited for a connection are refused with it, not tried one batch after
+/// another (each batch used to wait its own acquire timeout).
+#[tokio::test]
+async fn moves_queued_behind_an_unreachable_batch_are_refused_with_it() {
+    if !postgres_available("connection::unreachable_batches") {
+        return;
+    }
+    run(Backend::Postgres, |context| async move {
+        let proxy = Proxy::start(0, postgres_address()).await;
+        let url = url_with_host_port(&context.url, &format!("127.0.0.1:{}", proxy.port()));
+        let options = StoreOptions {
+            acquire_timeout: Duration::from_secs(1),
+            ..StoreOptions::new(&url)
+        };
+        let store = Store::connect_with(&options).await.unwrap();
+        let mut games = Vec::new();
+        for _ in 0..6 {
+            games.push(playing_game(&store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await);
+        }
+        proxy.stop().await;
+        let started = Instant::now();
+        let writes: Vec<_> = games
+            .iter()
+            .enumerate()
+            .map(|(number, game)| {
+                let store = store.clone();
+                let mv = move_row(game.seq + 1, 0, "c1");
+                let id = game.id;
+                tokio::spawn(async move {
+                    // One after another, so that most wait behind the first batch.
+                    tokio::time::sleep(Duration::from_millis(50 * number as u64)).await;
+                    store.append_move(id, &mv).await
+                })
+            })
+            .collect();
+        for write in writes {
+            let outcome = write.await.unwrap();
+            assert!(
+                matches!(outcome, Err(StoreError::Unreachable(_))),
+                "{outcome:?}"
+            );
+        }
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(1800),
+            "the last refusal took {took:?}"
+        );
+        for game in &games {
+            assert_eq!(
+                context.store.move_at(game.id, game.seq + 1).await.unwrap(),
+                None
+            );
+        }
+    })
+    .await;
 }
 
 /// Moves the SQLite file's directory away: opening the database fails fast with

@@ -157,6 +157,34 @@ async fn leases_are_taken_renewed_released_and_lapse() {
     .await;
 }
 
+/// What a node reads back after a write whose reply was lost: the owner, and whether its
+/// lease is live on the database's clock, beside the command stored at the seq.
+#[tokio::test]
+async fn stored_at_names_the_owner_and_whether_its_lease_is_live() {
+    on_postgres("leases::stored_at", |context| async move {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None)]).await;
+        let store = &context.store;
+        assert!(store.acquire_lease(game.id, "a", LONG).await.unwrap());
+        let a = node_store(&context, "a").await;
+        let mv = move_row(game.seq + 1, 0, "c1");
+        a.append_move(game.id, &mv).await.unwrap();
+        let stored = store.stored_at(game.id, mv.seq).await.unwrap().unwrap();
+        assert_eq!(stored.owner.as_deref(), Some("a"));
+        assert!(stored.owner_alive);
+        assert_eq!(stored.command_at, Some((0, "c1".to_owned())));
+        assert_eq!(store.live_cluster_nodes().await.unwrap(), ["a"]);
+
+        store.renew_leases("a", TINY).await.unwrap();
+        tokio::time::sleep(PAST_TINY).await;
+        let lapsed = store.stored_at(game.id, mv.seq).await.unwrap().unwrap();
+        assert_eq!(lapsed.owner.as_deref(), Some("a"));
+        assert!(!lapsed.owner_alive, "a lapsed lease is not live");
+        assert!(store.live_cluster_nodes().await.unwrap().is_empty());
+        a.close().await;
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn orphaned_games_are_the_free_and_lapsed_live_games_oldest_first() {
     on_postgres("leases::orphaned", |context| async move {

@@ -1,7 +1,9 @@
 //! Move logs, the end of a game, and restoring live games after a restart.
 
 use carcassonne_core::Expansion;
-use carcassonne_store::{FinalChange, LobbyStatus, MatchFilter, MoveOrigin, Store, StoreError};
+use carcassonne_store::{
+    FinalChange, LobbyStatus, MatchFilter, MoveOrigin, Store, StoreError, StoredAt,
+};
 use uuid::Uuid;
 
 use crate::common::{
@@ -233,6 +235,27 @@ backend_tests! {
         // A seq beyond what a column holds is refused, not wrapped.
         let huge = context.store.move_at(game.id, u64::MAX).await;
         assert!(matches!(huge, Err(StoreError::Corrupt(_))), "{huge:?}");
+    }
+
+    async fn stored_at_tells_which_command_holds_a_seq(context: Context) {
+        let game = playing_game(&context.store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let first = move_row(game.seq + 1, 0, "c1");
+        context.store.append_move(game.id, &first).await.unwrap();
+        let stored = context.store.stored_at(game.id, first.seq).await.unwrap();
+        let expected = StoredAt {
+            seq: first.seq,
+            owner: None,
+            owner_alive: false,
+            command_at: Some((0, "c1".to_owned())),
+        };
+        assert_eq!(stored, Some(expected));
+        // The next seq: the game has not reached it, and no move is stored there.
+        let next = context.store.stored_at(game.id, first.seq + 1).await.unwrap().unwrap();
+        assert_eq!((next.seq, next.command_at), (first.seq, None));
+        // A lobby change leaves no move at its seq.
+        let lobby_seq = context.store.stored_at(game.id, game.seq).await.unwrap().unwrap();
+        assert_eq!(lobby_seq.command_at, None);
+        assert_eq!(context.store.stored_at(Uuid::new_v4(), 1).await.unwrap(), None);
     }
 
     async fn private_games_are_listed_only_on_request(context: Context) {
