@@ -371,6 +371,10 @@ impl Connection {
         let mut pings = tokio::time::interval(self.state.limits.ping_interval);
         pings.reset();
         self.last_heard = Instant::now();
+        // Waited on across the loop's turns rather than made again at each: every
+        // connection shares one token, and each new wait registers with it under a lock.
+        let shutdown = self.state.shutdown.clone().cancelled_owned();
+        tokio::pin!(shutdown);
         while !self.is_dead() {
             self.gathering = true;
             let flow = tokio::select! {
@@ -381,7 +385,7 @@ impl Connection {
                 },
                 update = connected.updates.recv() => self.on_broadcast(update).await,
                 _ = pings.tick() => self.on_ping_tick().await,
-                _ = self.state.shutdown.cancelled() => {
+                () = &mut shutdown => {
                     let message = ServerMessage::Shutdown { message: "the server is restarting; reconnect shortly".into() };
                     self.send_text(message.to_json().into()).await;
                     Flow::Close(close::RESTART, "server restarting")

@@ -34,6 +34,9 @@ const IDLE_UNLOAD: Duration = Duration::from_secs(60);
 /// A stand-in with connections that heard no update for this long checks that it missed
 /// none: the longest a client waits for an update NATS lost, once NATS is back.
 pub const QUIET_CHECK: Duration = Duration::from_secs(2);
+/// How long after NATS is back a stand-in checks: every node reconnects at about the
+/// same moment, and an owner whose subscriptions NATS does not have yet answers nothing.
+const RECONNECT_GRACE: Duration = Duration::from_millis(500);
 /// How many requests may wait for the stand-in, as for a local room.
 const QUEUE: usize = 256;
 
@@ -157,8 +160,8 @@ impl RemoteRoom {
                 },
                 Some(()) = heard.owner_lost.recv() => break Stop::Reconnect,
                 Some(checked) = heard.checks.recv() => self.on_checked(checked),
-                _ = quiet_check.tick() => if self.quiet() { self.check_published_seq() },
-                Ok(()) = reconnections.changed() => self.check_published_seq(),
+                _ = quiet_check.tick() => if self.quiet() { self.check_published_seq(Duration::ZERO) },
+                Ok(()) = reconnections.changed() => self.check_published_seq(RECONNECT_GRACE),
                 _ = idle_check.tick() => if self.idle() { break Stop::Idle },
                 _ = shutdown.cancelled() => break Stop::Idle,
             }
@@ -200,26 +203,26 @@ impl RemoteRoom {
         self.updates.receiver_count() > 0 && self.last_heard.elapsed() >= QUIET_CHECK
     }
 
-    /// Asks the owner, in a task of its own, which `seq` it last published.
-    fn check_published_seq(&mut self) {
+    /// Asks the owner, in a task of its own and after `delay`, which `seq` it last
+    /// published. A check that gets no answer proves nothing (the owner's subscriptions
+    /// may not be back yet): the next quiet tick asks again, and an owner that is gone is
+    /// found by the requests that need it, or replaced by a node that says so.
+    fn check_published_seq(&mut self, delay: Duration) {
         if self.checking || self.updates.receiver_count() == 0 {
             return;
         }
         self.checking = true;
         let payload = serde_json::to_vec(&Request::PublishedSeq).expect("serializable");
         let (nats, subject) = (self.cluster.nats.clone(), requests_subject(self.id));
-        let (checked, lost) = (self.checked.clone(), self.owner_lost.clone());
+        let checked = self.checked.clone();
         tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
             let seq = match nats.request(subject, payload.into()).await {
                 Ok(message) => match serde_json::from_slice(&message.payload) {
                     Ok(Answer::Seq { seq }) => Some(seq),
                     _ => None,
                 },
                 Err(error) => {
-                    // Nobody listens for the game: its owner is gone.
-                    if error.kind() == RequestErrorKind::NoResponders {
-                        let _ = lost.send(());
-                    }
                     tracing::debug!(%error, "cannot check a game's published seq");
                     None
                 }
@@ -233,10 +236,14 @@ impl RemoteRoom {
     /// their hellos' catch-ups, so they are told all the same and each compares.
     fn on_checked(&mut self, checked: Option<u64>) {
         self.checking = false;
-        self.last_heard = Instant::now();
-        let Some(seq) = checked.filter(|&seq| Some(seq) > self.relayed_seq) else {
+        // Without an answer, the next quiet tick asks again.
+        let Some(seq) = checked else {
             return;
         };
+        self.last_heard = Instant::now();
+        if Some(seq) <= self.relayed_seq {
+            return;
+        }
         if let Some(relayed) = self.relayed_seq {
             tracing::info!(game = %self.id, seq, relayed, "updates were lost on their way here; connections catch up");
             self.metrics.cluster_event("lost_updates_found");

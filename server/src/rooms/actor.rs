@@ -235,6 +235,10 @@ impl Room {
         shutdown: CancellationToken,
     ) {
         let mut thinking: Option<(u64, Thinking)> = None;
+        // Waited on across the loop's turns rather than made again at each: every room and
+        // connection shares one token, and each new wait registers with it under a lock.
+        let shutdown = shutdown.cancelled_owned();
+        tokio::pin!(shutdown);
         loop {
             self.take_up_waiting_work();
             if self.in_flight.is_none() {
@@ -262,10 +266,14 @@ impl Room {
                     self.finish(done);
                 }
                 request = requests.recv(), if taking => match request {
-                    Some(request) => self.receive(request),
+                    Some(request) => {
+                        self.receive(request);
+                        // Started now, its write is under way one turn of the loop sooner.
+                        self.take_up_waiting_work();
+                    }
                     None => self.stopping = Some(Stop::ShuttingDown),
                 },
-                _ = shutdown.cancelled(), if self.stopping.is_none() => {
+                () = &mut shutdown, if self.stopping.is_none() => {
                     self.stopping = Some(Stop::ShuttingDown);
                 }
                 (job, answer) = async { thinking.as_mut().expect("guarded").1.as_mut().await },
