@@ -107,15 +107,7 @@ impl TestServer {
 
     /// Starts the server with extra command-line options and waits until it listens.
     pub async fn start_with(database_url: &str, options: &[&str]) -> TestServer {
-        let mut child = Command::new(server_binary())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database",
-                database_url,
-            ])
-            .args(options)
+        let mut child = serve_command(database_url, options)
             .env(
                 "RUST_LOG",
                 std::env::var("E2E_SERVER_LOG").unwrap_or_else(|_| "info".into()),
@@ -163,15 +155,7 @@ impl TestServer {
     /// Runs the server with these options, expecting it to refuse to start: returns its
     /// exit status and everything it logged.
     pub async fn refused_start(database_url: &str, options: &[&str]) -> (ExitStatus, String) {
-        let output = Command::new(server_binary())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--database",
-                database_url,
-            ])
-            .args(options)
+        let output = serve_command(database_url, options)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output();
@@ -252,6 +236,21 @@ impl Drop for TestServer {
             );
         }
     }
+}
+
+/// `carcassonne-server serve` on a free port of 127.0.0.1, on `database_url`, with `options`.
+fn serve_command(database_url: &str, options: &[&str]) -> Command {
+    let mut command = Command::new(server_binary());
+    command
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--database",
+            database_url,
+        ])
+        .args(options);
+    command
 }
 
 /// The address in the "listening" log line, written as text (`address=...`) or JSON

@@ -20,6 +20,29 @@ fn tag() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
 }
 
+/// Two nodes on a fresh Postgres database and a NATS server of the test's own (to stop
+/// and start again), or None when either is missing and not required.
+struct TwoNodes {
+    database: TestDatabase,
+    nats: TestNats,
+    n1: TestServer,
+    n2: TestServer,
+}
+
+async fn two_nodes_on_their_own_nats(prefix: &str) -> Option<TwoNodes> {
+    let database = TestDatabase::postgres_or_skip()?;
+    let nats = TestNats::start_or_skip()?;
+    let (url, tag) = (database.url(), tag());
+    let n1 = start_node_on(&url, &nats.url(), &format!("{prefix}-{tag}-1"), LEASE_TTL).await;
+    let n2 = start_node_on(&url, &nats.url(), &format!("{prefix}-{tag}-2"), LEASE_TTL).await;
+    Some(TwoNodes {
+        database,
+        nats,
+        n1,
+        n2,
+    })
+}
+
 /// Connects `token`'s player (or a spectator) to `server` and says hello, again and
 /// again until the server serves the game (a node may first answer "reconnect shortly"
 /// while the game's owner is frozen and its lease not yet lapsed), resuming from what
@@ -164,16 +187,16 @@ async fn a_frozen_owner_never_acks_or_broadcasts_a_move_it_cannot_prove() {
 /// told of its turn within seconds, though nothing else happens in the game.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_lost_while_nats_restarts_still_reach_the_waiting_player() {
-    let Some(database) = TestDatabase::postgres_or_skip() else {
+    // The database is held to the end: dropping it drops the database.
+    let Some(TwoNodes {
+        database: _database,
+        mut nats,
+        n1,
+        n2,
+    }) = two_nodes_on_their_own_nats("lost").await
+    else {
         return;
     };
-    let Some(mut nats) = TestNats::start_or_skip() else {
-        return;
-    };
-    let tag = tag();
-    let url = database.url();
-    let n1 = start_node_on(&url, &nats.url(), &format!("lost-{tag}-1"), LEASE_TTL).await;
-    let n2 = start_node_on(&url, &nats.url(), &format!("lost-{tag}-2"), LEASE_TTL).await;
     let api = Api::new(n1.http());
     let creator = api.create_lobby("ann", 2, json!({})).await;
     let joiner = api.join(&creator.lobby, "bob").await;
@@ -216,16 +239,15 @@ async fn updates_lost_while_nats_restarts_still_reach_the_waiting_player() {
 /// to wait for NATS to come back, indefinitely).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_exits_within_the_drain_timeout_while_nats_is_down() {
-    let Some(database) = TestDatabase::postgres_or_skip() else {
+    let Some(TwoNodes {
+        database: _database,
+        mut nats,
+        n1,
+        n2,
+    }) = two_nodes_on_their_own_nats("term").await
+    else {
         return;
     };
-    let Some(mut nats) = TestNats::start_or_skip() else {
-        return;
-    };
-    let tag = tag();
-    let url = database.url();
-    let n1 = start_node_on(&url, &nats.url(), &format!("term-{tag}-1"), LEASE_TTL).await;
-    let n2 = start_node_on(&url, &nats.url(), &format!("term-{tag}-2"), LEASE_TTL).await;
     let mut table = Table::start(&n1, 2, json!({}), 3).await;
     table.play_one().await;
     // A spectator through n2, so that n1 has a stand-in's subscribers to publish to.
