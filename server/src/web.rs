@@ -64,6 +64,10 @@ const ASSETS: &[Asset] = &[
     asset!("lobbies.js", JS),
     asset!("history.js", JS),
     asset!("dom.js", JS),
+    asset!("words.js", JS),
+    asset!("signals.js", JS),
+    asset!("scoring.js", JS),
+    asset!("remaining.js", JS),
     asset!("bench.js", JS),
 ];
 

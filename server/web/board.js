@@ -7,6 +7,10 @@ import { spotPoints, rotatePoint, tileDefs, tileUse } from "./tiles.js";
 
 const MIN_SPAN = 250;
 const MAX_SPAN = 6000;
+/** The view of the figure step: one tile and a little of its neighbours. */
+const FOCUS_SPAN = 150;
+/** The smallest target a finger can hit, in CSS pixels (WCAG 2.5.5). */
+const TOUCH_TARGET_PX = 44;
 
 /** Puts the tile symbols in the page once; every board refers to them. */
 function ensureDefs(tiles) {
@@ -35,9 +39,11 @@ export class Board {
     this.tileLayer = s("g", { class: "tiles" });
     this.previewLayer = s("g", { class: "preview" });
     this.figureLayer = s("g", { class: "figures" });
+    this.markLayer = s("g", { class: "marks" });
     this.targetLayer = s("g", { class: "targets" });
+    this.focused = null;
     this.svg = s("svg", { class: "board", role: "group", "aria-label": label, tabindex: "-1" },
-      this.tileLayer, this.previewLayer, this.figureLayer, this.targetLayer);
+      this.tileLayer, this.previewLayer, this.markLayer, this.figureLayer, this.targetLayer);
     this.element = h("div", { class: "board-wrap" }, this.svg, this.zoomControls());
     this.listenForPanAndZoom();
     this.applyView();
@@ -54,16 +60,49 @@ export class Board {
       }));
   }
 
-  /** Draws the board. `state` is `{board, figures, targets, preview, spots}`. */
-  render({ board = [], figures = [], targets = [], preview = null, spots = [] }) {
+  /**
+   * Draws the board. `state` is `{board, figures, targets, preview, spots, last, scored,
+   * focus}`: `last` the last move `{x, y, player, figure}` to highlight, `scored` the cells
+   * of features being scored `[{cells, player}]`, `focus` the cell `{x, y}` of the figure
+   * step, which the view zooms to.
+   */
+  render({ board = [], figures = [], targets = [], preview = null, spots = [], last = null, scored = [], focus = null }) {
     this.cells = new Map(board.map(([x, y, id, rotation]) => [x + "," + y, [id, rotation]]));
     this.bounds = this.boundsOf(board, targets);
     this.renderTiles(board);
     this.previewLayer.replaceChildren(...(preview ? [tileUse(preview.id, preview.x, preview.y, preview.rotation, { class: "tile preview" })] : []));
-    this.figureLayer.replaceChildren(...figures.map((figure) => this.figure(figure, preview)));
+    this.markLayer.replaceChildren(...scored.map((feature) => this.scoredMark(feature)), ...(last ? [this.lastMark(last)] : []));
+    this.figureLayer.replaceChildren(...figures.map((figure) => this.figure(figure, last)));
+    this.focusOn(focus);
     this.targetLayer.replaceChildren(...targets.map((target) => this.target(target)), ...spots.map((spot) => this.spot(spot)));
     // Until the viewer pans or zooms, the view follows the board as it grows.
-    if (!this.steered && board.length) this.fit();
+    if (!this.steered && !this.focused && board.length) this.fit();
+  }
+
+  /** Zooms to the cell of the figure step once; back to the whole board when it ends. */
+  focusOn(focus) {
+    const key = focus ? focus.x + "," + focus.y : null;
+    if (key === this.focused) return;
+    if (!this.focused) this.beforeFocus = { ...this.view };
+    this.focused = key;
+    if (focus) this.view = { x: focus.x * 100 + 50, y: focus.y * 100 + 50, span: FOCUS_SPAN };
+    else if (this.steered && this.beforeFocus) this.view = this.beforeFocus;
+    this.applyView();
+  }
+
+  /** The last move's tile, outlined in the colour of the seat that placed it. */
+  lastMark({ x, y, player }) {
+    return s("rect", {
+      x: x * 100 + 2, y: y * 100 + 2, width: 96, height: 96, rx: 4,
+      class: "last-move", stroke: SEAT_COLOURS[player % SEAT_COLOURS.length], "data-last": x + "," + y,
+    });
+  }
+
+  /** The cells of a feature whose points are being announced, washed in the scorer's colour. */
+  scoredMark({ cells, player }) {
+    const colour = player === null || player === undefined ? "#ffffff" : SEAT_COLOURS[player % SEAT_COLOURS.length];
+    return s("g", { class: "scored", fill: colour, stroke: colour },
+      cells.map(({ x, y }) => s("rect", { x: x * 100 + 6, y: y * 100 + 6, width: 88, height: 88, rx: 6 })));
   }
 
   /**
@@ -96,9 +135,11 @@ export class Board {
     return [x * 100 + px, y * 100 + py];
   }
 
-  figure({ player, figure, x, y, spot }) {
-    const label = `${figure} of seat ${player + 1} on ${spot} at ${x},${y}`;
-    return figureShape(figure, SEAT_COLOURS[player % SEAT_COLOURS.length], this.spotAt(x, y, spot), label);
+  figure({ player, figure, x, y, spot, label }, last) {
+    const shape = figureShape(figure, SEAT_COLOURS[player % SEAT_COLOURS.length], this.spotAt(x, y, spot), label || `${figure} of seat ${player + 1}`);
+    const fresh = last?.figure && last.figure.x === x && last.figure.y === y && last.figure.spot === spot;
+    if (fresh) shape.classList.add("last-figure");
+    return shape;
   }
 
   target({ x, y, label, selected, onpick }) {
@@ -111,13 +152,24 @@ export class Board {
     });
   }
 
-  spot({ x, y, spot, label, onpick, kind = "spot" }) {
+  /**
+   * A figure spot: a dot to see, inside a transparent circle that is a finger's width
+   * on screen whatever the zoom, so that it can be hit on a phone.
+   */
+  spot({ x, y, spot, label, onpick, kind = "spot", chosen = false }) {
     const [cx, cy] = this.spotAt(x, y, spot);
-    return s("circle", {
-      cx, cy, r: 11, class: kind, tabindex: "0", role: "button", "aria-label": label, "data-spot": spot,
+    const reach = Math.max(11, (TOUCH_TARGET_PX / 2) * this.unitsPerPixel());
+    return s("g", {
+      class: kind + (chosen ? " chosen" : ""), tabindex: "0", role: "button", "aria-label": label, "aria-pressed": chosen ? "true" : "false",
+      "data-spot": spot, "data-cell": x + "," + y,
       onclick: (event) => !this.dragged && onpick(event),
       onkeydown: (event) => (event.key === "Enter" || event.key === " ") && (event.preventDefault(), onpick(event)),
-    }, s("title", { text: label }));
+    }, s("title", { text: label }), s("circle", { cx, cy, r: reach, class: "spot-reach" }), s("circle", { cx, cy, r: Math.min(reach, 9), class: "spot-dot" }));
+  }
+
+  /** Where the centre of a spot is on screen, for arrow keys that move spatially. */
+  spotCentre(x, y, spot) {
+    return this.spotAt(x, y, spot);
   }
 
   /** Shows the whole board and every target. */
@@ -156,6 +208,12 @@ export class Board {
   applyView() {
     const { x, y, span } = this.view;
     this.svg.setAttribute("viewBox", `${x - span / 2} ${y - span / 2} ${span} ${span}`);
+    // Spots stay a finger's width whatever the zoom.
+    const reaches = this.targetLayer.querySelectorAll(".spot-reach");
+    if (reaches.length) {
+      const reach = String(Math.max(11, (TOUCH_TARGET_PX / 2) * this.unitsPerPixel()));
+      for (const circle of reaches) circle.setAttribute("r", reach);
+    }
   }
 
   /** Board units per screen pixel (the board keeps its aspect ratio, "meet"). */

@@ -60,7 +60,10 @@ export class GameConnection {
     this.online = false;
     this.legal = null;
     const finished = this.state && ["finished", "cancelled"].includes(this.state.status);
-    this.ended = this.closed || finished || event.code === 1008;
+    // A policy close is final (a bad hello, a rate limit), except when the server only
+    // made room among connections still waiting for their hello: then try again.
+    const retryable = /^(evicted|no hello in time)/.test(event.reason || "");
+    this.ended = this.closed || finished || (event.code === 1008 && !retryable);
     this.listener.change(this);
     if (this.ended) return;
     const delay = RETRY_DELAYS_MS[Math.min(this.retries, RETRY_DELAYS_MS.length - 1)];

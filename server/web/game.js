@@ -1,14 +1,21 @@
 // The game view: a lobby's seats and actions before the start, then the board, the
-// drawn tile, the legal moves the server sent, scores, figures, clock and the event log.
+// drawn tile, the legal moves the server sent, scores, figures, clocks and the event log.
 // It holds no rules: every legal cell, rotation and spot shown comes from `legal_moves`.
 
 import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName } from "./api.js";
 import { Board } from "./board.js";
 import { GameConnection } from "./connection.js";
-import { h, mount, announce, SEAT_COLOURS, SEAT_COLOUR_NAMES } from "./dom.js";
+import { h, mount, announce, SEAT_COLOUR_NAMES } from "./dom.js";
 import { tileIcon } from "./tiles.js";
+import { describe, rulesText, scoredWords, tileWords, spotKind, spotWords, figureWords, placeWords, count, names, clockText } from "./words.js";
+import { yourTurn, clearSignals, soundOn, setSound } from "./signals.js";
+import { scoreTable } from "./scoring.js";
+import { remainingList } from "./remaining.js";
 
 const LOG_LIMIT = 200;
+/** How long each scored feature stays highlighted while its points are announced. */
+const SCORED_MS = 1500;
+const ARROWS = { ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowDown: [0, 1], ArrowUp: [0, -1] };
 
 export class GameView {
   constructor(root, tiles, gameId, invite) {
@@ -17,15 +24,19 @@ export class GameView {
     this.gameId = gameId;
     if (invite) rememberInvite(gameId, invite);
     this.invite = inviteOf(gameId);
-    this.log = [];
+    this.entries = new Map();
     this.selected = null;
     this.rotation = 0;
-    this.spotIndex = 0;
+    this.chosen = null;
     this.figureKind = null;
+    this.confirming = null;
+    this.scoredQueue = [];
+    this.scoredNow = null;
     this.board = new Board(tiles, "Board");
     this.panel = h("aside", { class: "panel", "aria-label": "Game" });
     this.logList = h("ul", { class: "log", "aria-label": "Event log, newest first" });
-    mount(root, h("section", { class: "game" }, h("div", { class: "board-area" }, this.board.element), this.panel));
+    this.section = h("section", { class: "game" }, h("div", { class: "board-area" }, this.board.element), this.panel);
+    mount(root, this.section);
     this.keys = (event) => this.onKey(event);
     document.addEventListener("keydown", this.keys);
     this.ticker = setInterval(() => this.tick(), 500);
@@ -36,24 +47,28 @@ export class GameView {
     const seat = heldSeat(this.gameId);
     const listener = {
       change: () => this.render(),
-      events: (events, seq) => this.addEvents(events, seq),
+      events: (events, seq) => this.liveEvents(events, seq),
       notice: (text) => this.notice(text),
       badToken: () => dropSeat(this.gameId),
     };
     this.connection?.close();
     this.connection = new GameConnection(this.gameId, { token: seat?.token, invite: this.invite, listener });
     // Tests and the curious can drop the socket to watch the client recover.
-    window.carcassonne = { connection: this.connection };
+    window.carcassonne = { connection: this.connection, view: this };
   }
 
   destroy() {
     this.connection.close();
     document.removeEventListener("keydown", this.keys);
     clearInterval(this.ticker);
+    clearTimeout(this.scoredTimer);
+    clearSignals();
   }
 
+  /** A message for the player; it goes when the connection is back or the game moves on. */
   notice(text) {
-    this.noticeText = text;
+    const c = this.connection;
+    this.noticed = { text, seq: c.seq, online: c.online };
     announce(text);
     this.render();
   }
@@ -67,35 +82,55 @@ export class GameView {
 
   render() {
     const c = this.connection;
+    if (this.noticed && ((c.online && !this.noticed.online) || c.seq !== this.noticed.seq)) this.noticed = null;
     if (!c.state) {
       mount(this.panel, h("p", { class: "connection" }, c.online ? "Loading…" : "Connecting…"), this.noticeLine());
       return;
     }
+    this.section.dataset.status = c.state.status;
     const seq = c.seq + (c.legal ? "+" : "");
     if (seq !== this.renderedSeq) {
       this.selected = null;
-      this.spotIndex = 0;
+      this.chosen = null;
       this.renderedSeq = seq;
     }
+    if (c.state.game && !this.logRequested) this.loadLog();
+    if (c.state.status === "finished" && !this.match) this.loadMatch();
+    yourTurn(this.myTurn(), c.state.name);
+    const onBoard = this.board.svg.contains(document.activeElement) ? document.activeElement : null;
+    const boardKey = onBoard && (onBoard.dataset.spot ? `[data-spot="${CSS.escape(onBoard.dataset.spot)}"][data-cell="${onBoard.dataset.cell}"]` : onBoard.dataset.cell ? `[data-cell="${onBoard.dataset.cell}"]` : null);
     this.renderBoard();
-    // The panel is rebuilt on every change: keep the keyboard focus on the same control.
-    const focused = this.panel.contains(document.activeElement) ? focusKey(document.activeElement) : null;
+    if (boardKey) (this.board.svg.querySelector(boardKey) || this.board.svg).focus({ preventScroll: true });
+    // The panel is rebuilt on every change: keep the keyboard focus on the same control,
+    // or on the next sensible one when that control is gone (a full lobby, a started game).
+    const focusedInPanel = this.panel.contains(document.activeElement);
+    const focused = focusedInPanel ? focusKey(document.activeElement) : null;
     mount(this.panel, ...this.panelParts());
-    if (focused) this.panel.querySelector(focused)?.focus();
+    if (focusedInPanel) this.refocus(focused);
+  }
+
+  refocus(key) {
+    const again = key && this.panel.querySelector(key);
+    const next = again || this.panel.querySelector("[data-action=start]:not([disabled]), [data-action=place]:not([disabled]), [data-action=confirm], [data-move], [data-action=pass], [data-action=add-bot], h2");
+    next?.focus({ preventScroll: true });
   }
 
   panelParts() {
     const { state } = this.connection;
     return [
-      h("h2", { text: state.name }),
+      h("h2", { text: state.name, tabindex: "-1" }),
       this.connectionLine(),
       this.noticeLine(),
       state.status === "open" ? this.lobbyParts() : null,
+      state.game ? this.lastMoveLine() : null,
       state.game ? this.turnParts() : null,
       state.game ? this.controls() : null,
       state.game ? this.players() : null,
       state.game?.result ? this.result() : null,
       state.status === "cancelled" ? h("p", { class: "result" }, "This lobby was cancelled.") : null,
+      state.game && state.game.turn ? remainingList(this.tiles, state.rules, state.game) : null,
+      state.status === "playing" && this.connection.role === "player" ? this.leaveControls() : null,
+      h("div", { class: "options" }, h("button", { type: "button", "aria-pressed": String(soundOn()), "data-action": "sound", onclick: () => { setSound(!soundOn()); this.render(); } }, soundOn() ? "Sound on" : "Sound off")),
       h("h3", {}, "Events"),
       this.logList,
     ];
@@ -103,18 +138,18 @@ export class GameView {
 
   connectionLine() {
     const c = this.connection;
-    const who = c.role === "player" ? `You play seat ${c.seat + 1} (${SEAT_COLOUR_NAMES[c.seat]})` : "You are watching";
+    const who = c.role === "player" ? `You play ${SEAT_COLOUR_NAMES[c.seat]} (seat ${c.seat + 1})` : "You are watching";
     const link = c.state?.status === "finished" ? h("a", { href: "#/match/" + this.gameId }, " Replay this match") : null;
     return h("p", { class: "connection", "data-online": c.online ? "yes" : "no" }, who, " · ", c.online ? "connected" : c.ended ? "closed" : "reconnecting…", link);
   }
 
   noticeLine() {
-    return this.noticeText ? h("p", { class: "notice", role: "alert" }, this.noticeText) : null;
+    return this.noticed ? h("p", { class: "notice", role: "alert" }, this.noticed.text) : null;
   }
 
   myTurn() {
     const c = this.connection;
-    return c.role === "player" && c.legal && c.state.game?.turn?.player === c.seat;
+    return c.role === "player" && !!c.legal && c.state?.game?.turn?.player === c.seat;
   }
 
   renderBoard() {
@@ -124,18 +159,34 @@ export class GameView {
       this.board.render({});
       return;
     }
-    const view = { board: game.board, figures: game.figures, targets: [], spots: [] };
+    const figures = game.figures.map((figure) => ({ ...figure, label: this.figureLabel(figure) }));
+    const view = { board: game.board, figures, targets: [], spots: [], last: this.lastMove()?.mark, scored: this.scoredNow ? [this.scoredNow] : [] };
     if (this.myTurn() && legal.place_tile) this.placementTargets(view, legal.place_tile, game.turn.tile);
-    if (this.myTurn() && game.turn.phase === "act") this.figureSpots(view, legal, game.board[game.board.length - 1]);
+    if (this.myTurn() && game.turn.phase === "act") {
+      const [x, y] = game.board[game.board.length - 1];
+      view.focus = { x, y };
+      this.figureSpots(view);
+    }
     this.board.render(view);
+  }
+
+  figureLabel({ player, figure, x, y, spot }) {
+    const kind = this.kindAt({ x, y }, spot);
+    return `${this.name(player)}'s ${figureWords(figure, kind).replace(/^(a|the) /, "")} ${placeWords(kind)}`;
+  }
+
+  /** The kind of feature a spot of the tile at `pos` is. */
+  kindAt(pos, spot) {
+    const entry = this.connection.state?.game?.board.find(([x, y]) => x === pos?.x && y === pos?.y);
+    return spotKind(this.tiles.get(entry?.[2]), spot);
   }
 
   placementTargets(view, cells, tile) {
     view.targets = cells.map(([x, y, rotations]) => ({
       x, y,
-      label: `Place at ${x},${y}; rotations ${rotations.join(", ")}`,
+      label: `Place the tile here${this.selected?.x === x && this.selected?.y === y ? " (chosen; click again to turn it)" : ""}`,
       selected: this.selected && this.selected.x === x && this.selected.y === y,
-      onpick: () => this.pickCell(x, y, rotations),
+      onpick: (event) => this.pickCell(x, y, rotations, event),
     }));
     if (this.selected) view.preview = { id: tile, x: this.selected.x, y: this.selected.y, rotation: this.selected.rotation };
   }
@@ -150,13 +201,78 @@ export class GameView {
     return [...spots, ...returns];
   }
 
-  figureSpots(view, legal, last) {
-    const [x, y] = last;
-    view.spots = this.actMoves().map((move, index) => {
-      const at = move.type === "festival_return" ? [move.x, move.y] : [x, y];
-      const label = move.type === "festival_return" ? `Take back your figure from ${move.spot} at ${at}` : `Place ${move.figure} on ${move.spot}`;
-      return { x: at[0], y: at[1], spot: move.spot, label, kind: index === this.spotIndex ? "spot selected" : move.type === "festival_return" ? "spot festival" : "spot", onpick: () => this.connection.command(move) };
+  /** Where a move of the act phase is on the board, and what it is called. */
+  moveAt(move) {
+    const { board } = this.connection.state.game;
+    const [x, y, id] = move.type === "festival_return" ? [move.x, move.y, board.find(([bx, by]) => bx === move.x && by === move.y)?.[2]] : board[board.length - 1];
+    const words = move.type === "festival_return"
+      ? `Take back your ${figureWords("follower", this.kindAt({ x, y }, move.spot)).replace(/^a /, "")} ${placeWords(this.kindAt({ x, y }, move.spot))} (festival)`
+      : spotWords(this.tiles.get(id), move.spot, move.figure);
+    return { x, y, words: words[0].toUpperCase() + words.slice(1) };
+  }
+
+  sameMove(a, b) {
+    return !!a && !!b && a.type === b.type && a.spot === b.spot && a.figure === b.figure && a.x === b.x && a.y === b.y;
+  }
+
+  figureSpots(view) {
+    view.spots = this.actMoves().map((move) => {
+      const { x, y, words } = this.moveAt(move);
+      const chosen = this.sameMove(move, this.chosen);
+      return { x, y, spot: move.spot, label: words, kind: move.type === "festival_return" ? "spot festival" : "spot", chosen, onpick: () => this.choose(move) };
     });
+    if (this.chosen?.type === "place_figure") {
+      const { x, y } = this.moveAt(this.chosen);
+      view.figures = [...view.figures, { player: this.connection.seat, figure: this.chosen.figure, x, y, spot: this.chosen.spot, label: "Your figure, not yet placed" }];
+    }
+  }
+
+  lastMoveLine() {
+    const last = this.lastMove();
+    return last ? h("p", { class: "last-move-text", "aria-live": "polite" }, h("span", { class: "swatch", "data-seat": last.mark.player, "aria-hidden": "true" }), " ", last.text) : null;
+  }
+
+  /**
+   * The last turn, from the log (a tile placed and what followed it), or, before the
+   * log is in, from the board: the latest tile, placed by the seat whose turn it was.
+   */
+  lastMove() {
+    const game = this.connection.state.game;
+    if (game.board.length < 2) return null;
+    const [x, y, id] = game.board[game.board.length - 1];
+    const placed = this.lastPlacement(x, y);
+    if (placed) return this.lastMoveOf(placed.event, placed.after);
+    const player = (game.board.length - 2) % game.scores.length;
+    return { mark: { x, y, player }, text: `${this.name(player)} placed ${tileWords(this.tiles.get(id))}.` };
+  }
+
+  /** The log's `tile_placed` of the tile at (x, y) and the events of the turn after it. */
+  lastPlacement(x, y) {
+    const after = [];
+    for (const seq of [...this.entries.keys()].sort((a, b) => b - a)) {
+      const events = this.entries.get(seq);
+      for (let index = events.length - 1; index >= 0; index--) {
+        const event = events[index];
+        if (event.type === "tile_placed") return event.pos.x === x && event.pos.y === y ? { event, after: after.reverse() } : null;
+        if (["figure_placed", "passed", "abbot_recalled", "figure_taken_back"].includes(event.type)) after.push(event);
+      }
+    }
+    return null;
+  }
+
+  lastMoveOf(placed, after) {
+    const mark = { x: placed.pos.x, y: placed.pos.y, player: placed.player };
+    const parts = [`${this.name(placed.player)} placed ${tileWords(this.tiles.get(placed.tile))}`];
+    for (const event of after) {
+      if (event.type === "figure_placed") {
+        const kind = this.kindAt(event.figure.pos, event.figure.spot);
+        parts.push(`put ${figureWords(event.figure.figure, kind)} ${placeWords(kind)}`);
+        mark.figure = { x: event.figure.pos.x, y: event.figure.pos.y, spot: event.figure.spot };
+      } else if (event.type === "passed") parts.push("placed no figure");
+      else if (event.type === "abbot_recalled") parts.push(`took the abbot back for ${count(event.points, "point")}`);
+      else if (event.type === "figure_taken_back") parts.push("took a figure back (festival)");
+    }
+    return { mark, text: parts.join("; ") + "." };
   }
 
   turnParts() {
@@ -166,30 +282,36 @@ export class GameView {
     const mine = this.myTurn();
     const who = mine ? "Your turn" : `${this.name(turn.player)}'s turn`;
     const phase = turn.phase === "place_tile" ? "place the tile" : "place a figure or pass";
-    const rotation = this.selected ? this.selected.rotation : 0;
+    const placed = state.game.board[state.game.board.length - 1];
+    const rotation = turn.phase === "place_tile" ? (this.selected ? this.selected.rotation : 0) : placed[3];
     return h("div", { class: "turn" + (mine ? " mine" : ""), "aria-live": "polite" },
-      tileIcon(this.tiles, turn.tile, turn.phase === "place_tile" ? rotation : 0, `Drawn tile ${turn.tile}`),
+      tileIcon(this.tiles, turn.tile, rotation, `Drawn tile: ${tileWords(this.tiles.get(turn.tile))}`),
       h("div", {},
-        h("p", { class: "whose" }, h("span", { class: "swatch", "data-seat": turn.player }), ` ${who}: ${phase}`),
-        h("p", {}, `Tile ${turn.tile} · ${turn.tiles_left} tiles left`),
-        this.clockLine()));
+        h("p", { class: "whose" }, h("span", { class: "swatch", "data-seat": turn.player, "aria-hidden": "true" }), ` ${who}: ${phase}`),
+        h("p", {}, `${tileWords(this.tiles.get(turn.tile))[0].toUpperCase()}${tileWords(this.tiles.get(turn.tile)).slice(1)} · ${count(turn.tiles_left, "tile")} left`)));
   }
 
-  clockLine() {
-    this.clock = h("p", { class: "clock" });
-    this.tick();
-    return this.clock;
+  /** The clock of `seat`: the turn's time and the reserve for the seat to move, else its reserve. */
+  clockOf(seat) {
+    const c = this.connection;
+    const game = c.state.game;
+    const control = c.state.time_control;
+    if (!control || control.type === "none" || !game?.clock || !game.turn) return null;
+    const reserve = game.clock.reserve_ms?.[seat] ?? 0;
+    if (game.turn.player === seat && c.deadlineAt) {
+      const left = Math.max(0, c.deadlineAt - performance.now());
+      const inTurn = Math.max(0, left - reserve);
+      return reserve ? `${clockText(inTurn)} + ${clockText(Math.min(left, reserve))}` : clockText(left);
+    }
+    return reserve ? `${clockText(control.per_turn_ms)} + ${clockText(reserve)}` : clockText(control.per_turn_ms);
   }
 
   tick() {
-    const c = this.connection;
-    if (!this.clock || !c?.deadlineAt || !c.state?.game?.turn) {
-      if (this.clock) this.clock.textContent = c?.state?.time_control?.type === "none" ? "No time limit" : "";
-      return;
+    if (!this.clocks) return;
+    for (const [seat, element] of this.clocks) {
+      const text = this.clockOf(seat);
+      if (text !== null && element.textContent !== text) element.textContent = text;
     }
-    const left = Math.max(0, c.deadlineAt - performance.now());
-    const seconds = Math.ceil(left / 1000);
-    this.clock.textContent = `Clock: ${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")} left`;
   }
 
   controls() {
@@ -198,41 +320,90 @@ export class GameView {
     const button = (text, action, extra = {}) => h("button", { type: "button", onclick: action, ...extra }, text);
     if (legal.place_tile) {
       return h("div", { class: "controls", role: "group", "aria-label": "Place the tile" },
-        h("p", { class: "hint" }, "Pick a highlighted cell (arrow keys), rotate (R or click it again), then place (Enter)."),
-        button("Rotate ⟳", () => this.rotate(1), { "aria-label": "Rotate the tile", disabled: !this.selected }),
+        h("p", { class: "hint" }, "Pick a highlighted cell (arrow keys), turn the tile (R, or click the cell again), then place it (Enter)."),
+        button("Turn ⟳", () => this.rotate(1), { "aria-label": "Turn the tile", "data-action": "rotate", disabled: !this.selected || this.selected.rotations.length < 2 }),
         button("Place tile", () => this.placeTile(), { class: "primary", disabled: !this.selected, "data-action": "place" }));
     }
     const kinds = Object.keys(legal.place_figure || {});
+    const chosen = this.chosen;
     return h("div", { class: "controls", role: "group", "aria-label": "Place a figure" },
-      kinds.length > 1 ? h("div", { role: "radiogroup", "aria-label": "Figure" }, kinds.map((kind) =>
-        button(kind, () => { this.figureKind = kind; this.spotIndex = 0; this.render(); }, { role: "radio", "aria-checked": String(kind === this.figureKind) }))) : null,
+      kinds.length > 1 ? h("div", { class: "figure-kinds", role: "radiogroup", "aria-label": "Figure" }, kinds.map((kind) =>
+        button(kind === "big" ? "Big follower" : kind === "abbot" ? "Abbot" : "Follower", () => { this.figureKind = kind; this.chosen = null; this.render(); },
+          { role: "radio", "aria-checked": String(kind === this.figureKind), "data-kind": kind }))) : null,
+      h("p", { class: "hint" }, chosen ? "Confirm, or choose another spot." : "Choose a spot on the tile (arrow keys), then confirm; or pass."),
       h("div", { class: "moves" }, this.actMoves().map((move) =>
-        button(move.type === "festival_return" ? `Take back ${move.spot} at ${move.x},${move.y}` : `${move.figure} on ${move.spot}`,
-          () => this.connection.command(move), { "data-move": move.type, "data-spot": move.spot }))),
-      legal.recall_abbot ? button("Recall abbot", () => this.connection.command({ type: "recall_abbot" })) : null,
-      legal.pass ? button("Pass (P)", () => this.connection.command({ type: "pass" }), { "data-action": "pass" }) : null);
+        button(this.moveAt(move).words, () => this.choose(move), { "data-move": move.type, "data-spot": move.spot, "aria-pressed": String(this.sameMove(move, chosen)) }))),
+      chosen ? h("div", { class: "confirm" },
+        button(`Confirm: ${this.moveAt(chosen).words.replace(/^./, (c) => c.toLowerCase())}`, () => this.confirmChoice(), { class: "primary", "data-action": "confirm" }),
+        button("Undo", () => { this.chosen = null; this.render(); }, { "data-action": "undo" })) : null,
+      legal.recall_abbot ? button("Recall the abbot", () => this.connection.command({ type: "recall_abbot" }), { "data-action": "recall" }) : null,
+      legal.pass ? button("Pass: no figure (P)", () => this.connection.command({ type: "pass" }), { "data-action": "pass" }) : null);
   }
 
   players() {
     const { state, connected } = this.connection;
     const game = state.game;
     const turnPlayer = game.turn?.player;
+    this.clocks = new Map();
     return h("ol", { class: "players", "aria-label": "Players" }, state.seats.map((seat) => {
       const supply = game.supplies[seat.seat] || {};
-      const figures = [`${supply.follower ?? 0} followers`, supply.big ? `${supply.big} big` : null, supply.abbot ? `${supply.abbot} abbot` : null].filter(Boolean).join(", ");
+      const figures = [count(supply.follower ?? 0, "follower"), supply.big ? count(supply.big, "big follower") : null, supply.abbot ? "abbot" : null].filter(Boolean).join(", ");
       const tags = [seat.bot ? `${seat.bot} bot` : null, seat.control !== "human" ? seat.control : null, seat.seat === this.connection.seat ? "you" : null, !seat.bot && !connected.has(seat.seat) ? "offline" : null].filter(Boolean);
+      const time = this.clockOf(seat.seat);
+      const clock = time === null ? null : h("span", { class: "clock", "aria-label": "clock" }, time);
+      if (clock) this.clocks.set(seat.seat, clock);
       return h("li", { class: seat.seat === turnPlayer ? "player to-move" : "player", "data-seat": seat.seat },
         h("span", { class: "swatch", "data-seat": seat.seat, "aria-hidden": "true" }),
         h("span", { class: "name" }, seat.name, tags.length ? ` (${tags.join(", ")})` : ""),
         h("span", { class: "score", "aria-label": "score" }, String(game.scores[seat.seat] ?? 0)),
-        h("span", { class: "supply" }, figures));
+        h("span", { class: "supply" }, figures), clock);
     }));
   }
 
   result() {
-    const result = this.connection.state.game.result;
-    const winners = result.winners.map((seat) => this.name(seat)).join(" and ");
-    return h("p", { class: "result", role: "status" }, `Game ${result.status}. Winner: ${winners}. Final scores: ${result.final_scores.join(" – ")}.`);
+    const { state } = this.connection;
+    const result = state.game.result;
+    const winners = names(result.winners.map((seat) => this.name(seat)));
+    const ranking = state.seats.map((seat) => ({ seat: seat.seat, score: result.final_scores[seat.seat] })).sort((a, b) => b.score - a.score)
+      .map(({ seat, score }) => `${this.name(seat)} ${score}`).join(", ");
+    const how = result.status === "abandoned" ? "The game was abandoned" : "The game is over";
+    return h("div", { class: "result-block" },
+      h("p", { class: "result", role: "status" }, `${how}: ${winners} ${result.winners.length > 1 ? "win" : "wins"}. ${ranking}.`),
+      this.match ? scoreTable({ breakdown: this.match.breakdown, seats: state.seats.map((seat) => seat.name), finalScores: result.final_scores, winners: result.winners, caption: "Points by category" }) : null);
+  }
+
+  async loadMatch() {
+    if (this.matchLoading) return;
+    this.matchLoading = true;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        this.match = await api("GET", `/matches/${this.gameId}`);
+        this.render();
+        return;
+      } catch (error) {
+        if (error.status !== 404) return;
+        await new Promise((resolve) => setTimeout(resolve, 500 * (attempt + 1)));
+      }
+    }
+  }
+
+  leaveControls() {
+    const game = this.connection.state.game;
+    // Any player may abort until every seat has placed a first tile; then one resigns.
+    const action = game.board.length <= game.scores.length ? "abort" : "resign";
+    const text = action === "abort" ? "Abort the game" : "Resign";
+    if (this.confirming === action) {
+      return h("div", { class: "leave", role: "group", "aria-label": text },
+        h("p", {}, action === "abort" ? "Abort? The game is cancelled for everyone and is not a match." : "Resign? A bot plays your seat from now on, and you cannot win."),
+        h("button", { type: "button", class: "danger", "data-action": "confirm-" + action, onclick: () => this.leaveGame(action) }, "Yes, " + text.toLowerCase()),
+        h("button", { type: "button", "data-action": "keep-playing", onclick: () => { this.confirming = null; this.render(); } }, "No, play on"));
+    }
+    return h("div", { class: "leave" }, h("button", { type: "button", "data-action": action, onclick: () => { this.confirming = action; this.render(); } }, text));
+  }
+
+  async leaveGame(action) {
+    this.confirming = null;
+    await this.act("POST", "/" + action, {});
   }
 
   // ---- the lobby ----
@@ -243,8 +414,8 @@ export class GameView {
     const creator = mine?.creator;
     const seats = h("ol", { class: "seats", "aria-label": "Seats" }, Array.from({ length: state.seat_count }, (_, index) => {
       const taken = state.seats.find((s) => s.seat === index);
-      const remove = creator && taken?.bot ? h("button", { type: "button", onclick: () => this.act("DELETE", `/bots/${index}`) , "aria-label": `Remove bot from seat ${index + 1}` }, "remove") : null;
-      return h("li", {}, h("span", { class: "swatch", "data-seat": index }), taken ? ` ${taken.name}${taken.bot ? ` (${taken.bot} bot)` : ""} ` : " open ", remove);
+      const remove = creator && taken?.bot ? h("button", { type: "button", onclick: () => this.act("DELETE", `/bots/${index}`), "aria-label": `Remove the bot from seat ${index + 1}` }, "remove") : null;
+      return h("li", {}, h("span", { class: "swatch", "data-seat": index, "aria-hidden": "true" }), taken ? ` ${taken.name}${taken.bot ? ` (${taken.bot} bot)` : ""} ` : " open ", remove);
     }));
     const open = state.seats.length < state.seat_count;
     return h("div", { class: "lobby" },
@@ -254,13 +425,27 @@ export class GameView {
       !mine && open ? this.joinForm() : null,
       creator && open ? this.botForm() : null,
       creator ? h("button", { type: "button", class: "primary", onclick: () => this.act("POST", "/start", {}), disabled: state.seats.length < 2, "data-action": "start" }, "Start the game") : null,
-      mine ? h("button", { type: "button", onclick: () => this.leave(creator) }, creator ? "Cancel the lobby" : "Leave"): null);
+      mine ? h("button", { type: "button", onclick: () => this.leave(creator) }, creator ? "Cancel the lobby" : "Leave") : null);
   }
 
   inviteLine() {
     const { state } = this.connection;
     const url = `${location.origin}/#/game/${this.gameId}` + (!state.public && this.invite ? `?invite=${this.invite}` : "");
-    return h("p", { class: "invite" }, state.public ? "Link to share: " : "Private: share this invite link: ", h("input", { readonly: true, value: url, "aria-label": "Invite link", onfocus: (e) => e.target.select() }));
+    const copy = async (event) => {
+      const button = event.currentTarget;
+      try {
+        await navigator.clipboard.writeText(url);
+        button.textContent = "Copied";
+      } catch {
+        button.previousElementSibling.select();
+        button.textContent = "Press Ctrl+C";
+      }
+    };
+    return h("div", { class: "invite" },
+      h("label", { for: "invite-link" }, state.public ? "Link to share" : "Private: share this invite link"),
+      h("div", { class: "invite-row" },
+        h("input", { id: "invite-link", readonly: true, value: url, onfocus: (e) => e.target.select() }),
+        h("button", { type: "button", "data-action": "copy-invite", onclick: copy }, "Copy")));
   }
 
   joinForm() {
@@ -302,15 +487,17 @@ export class GameView {
 
   // ---- moves ----
 
-  pickCell(x, y, rotations) {
+  /** A cell clicked, tapped or taken with Enter: choose it; again, turn the tile (Enter: place it). */
+  pickCell(x, y, rotations, event) {
     if (this.selected && this.selected.x === x && this.selected.y === y) {
-      this.rotate(1);
+      if (event?.type === "keydown") this.placeTile();
+      else this.rotate(1);
       return;
     }
     const rotation = rotations.includes(this.rotation) ? this.rotation : rotations[0];
     this.selected = { x, y, rotation, rotations };
     this.board.reveal(x, y);
-    announce(`Cell ${x},${y}, rotation ${rotation}`);
+    announce(`Cell chosen; the tile is turned ${rotation} degrees${rotations.length > 1 ? "; R turns it" : ""}`);
     this.render();
   }
 
@@ -320,7 +507,7 @@ export class GameView {
     const next = rotations[(rotations.indexOf(rotation) + step + rotations.length) % rotations.length];
     this.selected.rotation = next;
     this.rotation = next;
-    announce(`Rotation ${next}`);
+    announce(`Turned ${next} degrees`);
     this.render();
   }
 
@@ -330,95 +517,147 @@ export class GameView {
     this.connection.command({ type: "place_tile", x, y, rotation });
   }
 
-  /** Keyboard play: arrows move between legal cells or spots, R rotates, Enter confirms, P passes. */
+  /** Picks a figure move: it shows on the board, and is sent only when confirmed. */
+  choose(move) {
+    this.chosen = move;
+    announce(`${this.moveAt(move).words}: confirm with Enter`);
+    this.render();
+  }
+
+  confirmChoice() {
+    if (!this.chosen) return;
+    const move = this.chosen;
+    this.chosen = null;
+    this.connection.command(move);
+  }
+
+  /** Keyboard play: arrows move on the board among legal cells or spots, R turns, Enter confirms, P passes. */
   onKey(event) {
     if (event.target.closest?.("input, select, textarea") || !this.myTurn() || event.ctrlKey || event.metaKey || event.altKey) return;
     const legal = this.connection.legal;
-    const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[event.key];
+    const arrow = ARROWS[event.key];
+    const onButton = event.target.closest?.("button, [role=button]");
     if (legal.place_tile) {
-      if (step) this.stepCell(legal.place_tile, step);
+      if (arrow) this.stepCell(legal.place_tile, arrow);
       else if (event.key === "r" || event.key === "R") this.rotate(event.shiftKey ? -1 : 1);
-      else if (event.key === "Enter" && this.selected && !event.target.closest?.("button, [role=button]")) this.placeTile();
+      else if (event.key === "Enter" && this.selected && !onButton) this.placeTile();
       else return;
     } else {
-      const moves = this.actMoves();
-      if (step && moves.length) {
-        this.spotIndex = (this.spotIndex + step + moves.length) % moves.length;
-        announce(moves[this.spotIndex].spot);
-        this.render();
-      } else if (event.key === "Enter" && moves.length && !event.target.closest?.("button, [role=button]")) this.connection.command(moves[this.spotIndex]);
+      if (arrow) this.stepSpot(arrow);
+      else if (event.key === "Enter" && this.chosen && !onButton) this.confirmChoice();
+      else if (event.key === "Escape" && this.chosen) { this.chosen = null; this.render(); }
       else if ((event.key === "p" || event.key === "P") && legal.pass) this.connection.command({ type: "pass" });
       else return;
     }
     event.preventDefault();
   }
 
-  stepCell(cells, step) {
-    const index = this.selected ? cells.findIndex(([x, y]) => x === this.selected.x && y === this.selected.y) : -1;
-    const next = cells[(index + step + cells.length) % cells.length];
-    if (index < 0 && step < 0) this.pickCell(...cells[cells.length - 1]);
-    else this.pickCell(...next);
+  stepCell(cells, arrow) {
+    const game = this.connection.state.game;
+    const last = game.board[game.board.length - 1];
+    const from = this.selected ? [this.selected.x, this.selected.y] : [last[0], last[1]];
+    const points = cells.map(([x, y, rotations]) => ({ at: [x, y], value: [x, y, rotations] }));
+    const next = nearestInDirection(points, from, arrow, !this.selected);
+    if (next) this.pickCell(...next);
+  }
+
+  stepSpot(arrow) {
+    const moves = this.actMoves().map((move) => {
+      const { x, y } = this.moveAt(move);
+      const [px, py] = this.board.spotCentre(x, y, move.spot);
+      return { at: [px / 100, py / 100], value: move };
+    });
+    if (!moves.length) return;
+    const game = this.connection.state.game;
+    const last = game.board[game.board.length - 1];
+    const current = this.chosen && moves.find((move) => this.sameMove(move.value, this.chosen));
+    const next = nearestInDirection(moves, current ? current.at : [last[0] + 0.5, last[1] + 0.5], arrow, !current);
+    if (next) this.choose(next);
   }
 
   // ---- the event log ----
 
-  addEvents(events, seq) {
-    for (const event of events) {
-      const text = describe(event, (seat) => this.name(seat));
-      if (text) this.logList.prepend(h("li", { "data-seq": seq, class: "event-" + event.type }, text));
+  /** Loads the log of the game so far from the server (after a reload, or for a late spectator). */
+  async loadLog() {
+    this.logRequested = true;
+    let after = null;
+    try {
+      for (let page = 0; page < 20; page++) {
+        const query = after === null ? "" : `?after_seq=${after}`;
+        const answer = await api("GET", `/lobbies/${this.gameId}/events${query}`, { invite: this.invite || undefined });
+        for (const item of answer.items) if (!this.entries.has(item.seq)) this.entries.set(item.seq, item.events);
+        if (answer.next_after_seq === null || answer.next_after_seq === undefined) break;
+        after = answer.next_after_seq;
+      }
+    } catch (error) {
+      // The log stays what live updates bring; the game itself is unaffected.
+      this.logFailed = error.message;
     }
-    while (this.logList.children.length > LOG_LIMIT) this.logList.lastChild.remove();
+    this.renderLog();
+    this.render();
   }
+
+  liveEvents(events, seq) {
+    this.entries.set(seq, events);
+    for (const event of events) if (event.type === "feature_scored") this.scoredQueue.push(event);
+    if (!this.scoredNow) this.nextScored();
+    this.renderLog();
+  }
+
+  /** Highlights the next scored feature on the board while its points are announced. */
+  nextScored() {
+    const event = this.scoredQueue.shift();
+    this.scoredNow = event ? { cells: event.tiles, player: event.scorers[0] ?? null } : null;
+    if (event) {
+      announce(scoredWords(event, (seat) => this.name(seat)));
+      this.scoredTimer = setTimeout(() => {
+        this.nextScored();
+        this.render();
+      }, SCORED_MS);
+    }
+  }
+
+  renderLog() {
+    const words = { name: (seat) => this.name(seat), tiles: this.tiles, kindAt: (pos, spot) => this.kindAt(pos, spot) };
+    const lines = [];
+    for (const seq of [...this.entries.keys()].sort((a, b) => b - a)) {
+      const events = this.entries.get(seq);
+      for (let index = events.length - 1; index >= 0 && lines.length < LOG_LIMIT; index--) {
+        const text = describe(events[index], words);
+        if (text) lines.push(h("li", { "data-seq": seq, class: "event-" + events[index].type }, text));
+      }
+      if (lines.length >= LOG_LIMIT) break;
+    }
+    mount(this.logList, lines);
+  }
+}
+
+/**
+ * The point nearest to `from` in the direction of `arrow` ([dx, dy]), counting a step
+ * aside twice as far as a step ahead; with `anywhere`, the nearest point when none lies
+ * that way (the first press, with nothing chosen yet).
+ */
+export function nearestInDirection(points, from, [dx, dy], anywhere = false) {
+  let best = null;
+  let bestCost = Infinity;
+  for (const point of points) {
+    const [vx, vy] = [point.at[0] - from[0], point.at[1] - from[1]];
+    const ahead = vx * dx + vy * dy;
+    const aside = Math.abs(vx * dy - vy * dx);
+    const cost = ahead > 0.01 ? ahead + 2 * aside : anywhere ? 1000 + Math.hypot(vx, vy) : Infinity;
+    if (cost < bestCost) [best, bestCost] = [point.value, cost];
+  }
+  return best;
 }
 
 /** A selector that finds the same control again after a redraw, if it has a stable name. */
 function focusKey(element) {
-  for (const name of ["data-action", "aria-label", "name"]) {
+  for (const name of ["data-action", "data-move", "aria-label", "name"]) {
     const value = element.getAttribute(name);
-    if (value) return `[${name}="${CSS.escape(value)}"]`;
+    if (value) {
+      const spot = name === "data-move" ? `[data-spot="${CSS.escape(element.getAttribute("data-spot") || "")}"]` : "";
+      return `[${name}="${CSS.escape(value)}"]${spot}`;
+    }
   }
   return null;
-}
-
-export function rulesText(rules) {
-  const parts = [rules.expansions?.length ? rules.expansions.join(", ").replaceAll("_", " ") : "base game"];
-  if (rules.farmers === false) parts.push("no farmers");
-  if (rules.farmer_city_points && rules.farmer_city_points !== 3) parts.push(`${rules.farmer_city_points} points per city for farmers`);
-  if (rules.tile_limit) parts.push(`${rules.tile_limit} tiles`);
-  return parts.join("; ") + ".";
-}
-
-const at = (pos) => (pos ? `${pos.x},${pos.y}` : "");
-
-/** One event in words, or null for those not worth a line. */
-export function describe(event, name) {
-  switch (event.type) {
-    case "seat_taken": return `${event.name} took seat ${event.seat + 1}${event.bot ? ` (${event.bot} bot)` : ""}`;
-    case "seat_freed": return `Seat ${event.seat + 1} is free again`;
-    case "game_started": return "The game started";
-    case "lobby_cancelled": return `The lobby was cancelled (${event.reason})`;
-    case "game_aborted": return `${name(event.seat)} aborted the game`;
-    case "seat_resigned": return `${name(event.seat)} resigned; a bot plays on`;
-    case "seat_abandoned": return `${name(event.seat)} timed out 3 times; a bot plays until they return`;
-    case "seat_reclaimed": return `${name(event.seat)} is back`;
-    case "game_abandoned": return "No person is left playing: the game ended as it stood";
-    case "turn_timed_out": return `${name(event.seat)}'s turn ran out; a bot finishes it`;
-    case "tile_placed": return `${name(event.player)} placed ${event.tile} at ${at(event.pos)} turned ${event.rotation}°`;
-    case "figure_placed": return `${name(event.figure.player)} put a ${event.figure.figure} on ${event.figure.spot} at ${at(event.figure.pos)}`;
-    case "passed": return `${name(event.player)} placed no figure`;
-    case "abbot_recalled": return `${name(event.figure.player)} recalled the abbot: ${event.points} points`;
-    case "figure_taken_back": return `${name(event.figure.player)} took back a ${event.figure.figure} (festival)`;
-    case "feature_scored": return scoredText(event, name);
-    case "tile_discarded": return `Tile ${event.tile} fits nowhere and was discarded`;
-    case "game_over": return `Game over. Final scores ${event.final_scores.join(" – ")}; won by ${event.winners.map(name).join(" and ")}`;
-    default: return null;
-  }
-}
-
-function scoredText(event, name) {
-  const how = event.completed ? "completed" : "at the end of the game";
-  const size = `${event.tiles.length} tile${event.tiles.length === 1 ? "" : "s"}`;
-  const cities = event.completed_cities !== undefined && event.completed_cities !== null ? `, ${event.completed_cities} completed cities` : "";
-  if (!event.scorers.length) return `A ${event.kind} ${how} (${size}${cities}) scored for nobody`;
-  return `${event.kind[0].toUpperCase() + event.kind.slice(1)} ${how} (${size}${cities}): ${event.points} points to ${event.scorers.map(name).join(" and ")}`;
 }

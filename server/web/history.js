@@ -6,8 +6,9 @@
 import { api } from "./api.js";
 import { Board } from "./board.js";
 import { h, mount } from "./dom.js";
-import { rulesText } from "./game.js";
+import { rulesText, tileWords, spotKind, figureWords, placeWords } from "./words.js";
 import { tileIcon } from "./tiles.js";
+import { scoreTable } from "./scoring.js";
 
 export class HistoryView {
   constructor(root) {
@@ -47,7 +48,7 @@ export class HistoryView {
 
   entry(match) {
     const seats = match.seats.map((seat) => `${seat.display_name} ${seat.score}${seat.winner ? " ★" : ""}`).join(", ");
-    return h("li", {}, h("a", { href: `#/match/${match.id}` }, match.name), ` · ${match.finished_at.slice(0, 16).replace("T", " ")} · ${seats} · ${match.tiles_placed} tiles · ${rulesText(match.rules)}`);
+    return h("li", {}, h("a", { href: `#/match/${match.id}` }, match.name), ` · ${localTime(match.finished_at)} · ${seats} · ${match.tiles_placed} tiles · ${rulesText(match.rules)}`);
   }
 }
 
@@ -87,6 +88,19 @@ export class MatchView {
     this.go(this.step + moves[event.key]);
   }
 
+  /** What the turn's player did after placing the tile, in words. */
+  actionText(turn) {
+    const action = turn.action;
+    if (action === "pass") return "placed no figure";
+    if (action === "recall_abbot") return "took the abbot back";
+    if (action?.place) {
+      const kind = spotKind(this.tiles.get(turn.tile), action.spot);
+      return `put ${figureWords(action.place, kind)} ${placeWords(kind)}`;
+    }
+    if (action?.festival_return) return "took a figure back (festival)";
+    return "ended the turn";
+  }
+
   go(step) {
     this.step = Math.max(0, Math.min(this.record.turns.length, step));
     this.render();
@@ -116,10 +130,12 @@ export class MatchView {
   render() {
     const { record, match, step } = this;
     const { board, figures, scores } = this.position();
-    this.board.render({ board, figures });
     const turn = record.turns[step - 1];
     const last = step === record.turns.length;
     const names = match.seats.map((seat) => seat.display_name);
+    const mover = (step - 1) % record.players;
+    const mark = turn ? { x: turn.x, y: turn.y, player: mover, figure: turn.action?.place ? { x: turn.x, y: turn.y, spot: turn.action.spot } : null } : null;
+    this.board.render({ board, figures, last: mark });
     const button = (text, label, target) => h("button", { type: "button", "aria-label": label, onclick: () => this.go(target), disabled: target === step || target < 0 || target > record.turns.length }, text);
     mount(this.panel,
       h("h2", {}, match.name),
@@ -128,22 +144,21 @@ export class MatchView {
         button("First", "First turn", 0), button("◀", "Previous turn", step - 1),
         h("span", { class: "step", "aria-live": "polite" }, `Turn ${step} of ${record.turns.length}`),
         button("▶", "Next turn", step + 1), button("Last", "Last turn", record.turns.length)),
-      turn ? h("div", { class: "turn" }, tileIcon(this.tiles, turn.tile, turn.rotation),
-        h("p", {}, `${names[(step - 1) % record.players]} placed ${turn.tile} at ${turn.x},${turn.y} turned ${turn.rotation}°, then ${actionText(turn.action)}.`)) : h("p", {}, "The start tile."),
+      turn ? h("div", { class: "turn" }, tileIcon(this.tiles, turn.tile, turn.rotation, tileWords(this.tiles.get(turn.tile))),
+        h("p", { class: "last-move-text" }, h("span", { class: "swatch", "data-seat": mover, "aria-hidden": "true" }),
+          ` ${names[mover]} placed ${tileWords(this.tiles.get(turn.tile))}; ${this.actionText(turn)}.`)) : h("p", {}, "The start tile."),
       h("ol", { class: "players", "aria-label": "Scores" }, match.seats.map((seat) => h("li", { class: "player" },
-        h("span", { class: "swatch", "data-seat": seat.seat }),
-        h("span", { class: "name" }, seat.display_name + (seat.winner ? " ★" : "")),
+        h("span", { class: "swatch", "data-seat": seat.seat, "aria-hidden": "true" }),
+        h("span", { class: "name" }, seat.display_name + (last && seat.winner ? " ★ winner" : "")),
         h("span", { class: "score" }, last ? `${seat.score}` : `${scores[seat.seat]}`)))),
+      last ? scoreTable({ breakdown: match.breakdown, seats: names, finalScores: match.seats.map((seat) => seat.score), winners: match.seats.filter((seat) => seat.winner).map((seat) => seat.seat), caption: "Points by category" }) : null,
       h("p", { class: "hint" }, last ? "Final scores, with the end-of-game scoring." : "Scores of the features completed so far. Arrow keys step."));
   }
 }
 
-function actionText(action) {
-  if (action === "pass") return "placed no figure";
-  if (action === "recall_abbot") return "recalled the abbot";
-  if (action?.place) return `put a ${action.place} on ${action.spot}`;
-  if (action?.festival_return) return `took back a figure from ${action.festival_return.spot} at ${action.festival_return.x},${action.festival_return.y}`;
-  return "ended the turn";
+/** A finish time in the viewer's own time zone, saying which. */
+function localTime(iso) {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short", timeZoneName: "short" });
 }
 
 function removeWhere(list, test) {

@@ -3,7 +3,7 @@
 
 import { api, holdSeat, rememberInvite, playerName, rememberName } from "./api.js";
 import { h, mount, announce } from "./dom.js";
-import { rulesText } from "./game.js";
+import { rulesText } from "./words.js";
 
 const EXPANSIONS = [
   ["river", "The River"],

@@ -7,6 +7,7 @@
 //! and the test passes without running, so a developer machine without them still
 //! passes; with `REQUIRE_BROWSER=1`, as CI sets, it fails instead.
 
+use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, PointerAction, TouchActions};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -204,31 +205,184 @@ impl Browser {
     pub async fn close(self) {
         let _ = self.client.close().await;
     }
-}
 
-/// Where the tests save screenshots: `target/browser-screenshots` (or under
-/// `CARGO_TARGET_DIR`).
-pub fn screenshot_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("browser-screenshots")
-}
-
-/// How many distinct colours a PNG has, and the share of its pixels that differ from
-/// its most common colour: a blank page has one colour and no such pixels.
-pub fn picture_variety(png_bytes: &[u8]) -> (usize, f64) {
-    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
-    let mut reader = decoder.read_info().expect("a PNG");
-    let mut buffer = vec![0; reader.output_buffer_size().expect("a buffer size")];
-    let info = reader.next_frame(&mut buffer).expect("a frame");
-    let channels = info.color_type.samples();
-    let pixels = &buffer[..info.buffer_size()];
-    let mut counts = std::collections::HashMap::<&[u8], usize>::new();
-    for pixel in pixels.chunks_exact(channels) {
-        *counts.entry(&pixel[..channels.min(3)]).or_default() += 1;
+    /// Taps `element` with a finger (a touch pointer), as on a phone.
+    pub async fn tap(&self, element: &Element) {
+        let finger = TouchActions::new("finger".to_owned())
+            .then(PointerAction::MoveToElement {
+                element: element.clone(),
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        self.client
+            .perform_actions(finger)
+            .await
+            .expect("a tap");
+        let _ = self.client.release_actions().await;
     }
-    let total = pixels.len() / channels;
-    let most = counts.values().copied().max().unwrap_or(0);
-    (counts.len(), 1.0 - most as f64 / total.max(1) as f64)
+
+    /// Taps the element matching `css`, waiting for it first.
+    pub async fn tap_on(&self, css: &str) {
+        let element = self.wait_for(css).await;
+        self.tap(&element).await;
+    }
+
+    /// The violations of the WCAG 2.2 A and AA rules that axe-core finds on the page now,
+    /// as `rule: target, target...` lines (empty when there are none).
+    pub async fn accessibility_violations(&self) -> Vec<String> {
+        let Some(source) = axe_core_source() else {
+            return Vec::new();
+        };
+        self.client
+            .execute(&format!("{source}\n;return true;"), vec![])
+            .await
+            .expect("axe-core loads");
+        let result = self
+            .client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] } })
+                   .then((r) => done(r.violations.map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', '))))
+                   .catch((e) => done(['axe failed: ' + e]));",
+                vec![],
+            )
+            .await
+            .expect("axe-core runs");
+        serde_json::from_value(result).expect("a list of violations")
+    }
+}
+
+/// The text of axe-core's `axe.min.js`, from `AXE_CORE_JS` or `target/axe-core` (CI
+/// installs it there with npm). Without it the check is skipped, loudly, unless
+/// `REQUIRE_BROWSER=1` makes that a failure.
+fn axe_core_source() -> Option<String> {
+    let path = std::env::var("AXE_CORE_JS").unwrap_or_else(|_| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/axe-core/node_modules/axe-core/axe.min.js")
+            .display()
+            .to_string()
+    });
+    match std::fs::read_to_string(&path) {
+        Ok(source) => Some(source),
+        Err(error) => {
+            let required = std::env::var("REQUIRE_BROWSER").is_ok_and(|value| value == "1");
+            assert!(
+                !required,
+                "axe-core is needed at {path} ({error}): npm install --prefix target/axe-core \
+                 axe-core@4.14.1, or set AXE_CORE_JS"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED the accessibility check: no axe-core at {path}"
+            );
+            None
+        }
+    }
+}
+
+/// What the home page's create form is filled with.
+pub struct NewLobby<'a> {
+    pub player: &'a str,
+    pub seats: &'a str,
+    /// The house rule for short games; `None` plays every tile.
+    pub tile_limit: Option<&'a str>,
+    pub expansions: &'a [&'a str],
+    /// A clock of 60 s a turn and a 300 s reserve, instead of none.
+    pub turn_clock: bool,
+}
+
+/// Fills the create form on the home page and submits it; returns the new game's id
+/// once its lobby shows.
+pub async fn create_lobby(browser: &Browser, base: &str, lobby: &NewLobby<'_>) -> String {
+    browser.goto(&format!("{base}/")).await;
+    let mut fields = vec![
+        ("display_name", lobby.player),
+        ("name", "Browser game"),
+        ("seats", lobby.seats),
+    ];
+    if let Some(limit) = lobby.tile_limit {
+        fields.push(("tile_limit", limit));
+    }
+    for (name, value) in fields {
+        let input = browser
+            .wait_for(&format!("form.create [name={name}]"))
+            .await;
+        input.clear().await.expect("cleared");
+        input.send_keys(value).await.expect("typed");
+    }
+    for expansion in lobby.expansions {
+        browser
+            .click(&format!("form.create input[name=expansion][value={expansion}]"))
+            .await;
+    }
+    if lobby.turn_clock {
+        browser
+            .eval("document.querySelector('form.create select[name=clock]').value = 'turn'")
+            .await;
+    }
+    browser.click("button[data-action=create]").await;
+    let hash = browser
+        .wait_until("location.hash.startsWith('#/game/') && location.hash")
+        .await;
+    let hash = hash.as_str().expect("a hash").to_owned();
+    browser.wait_for("button[data-action=start]").await;
+    hash.trim_start_matches("#/game/").to_owned()
+}
+
+impl Browser {
+    /// The seq the page's connection has reached, or -1 before its snapshot.
+    pub async fn seq(&self) -> i64 {
+        let seq = self.eval("window.carcassonne?.connection?.seq ?? -1").await;
+        seq.as_i64().unwrap_or(-1)
+    }
+
+    /// Whether the page shows that it is this player's turn, with the legal moves in.
+    pub async fn my_turn(&self) -> bool {
+        self.eval("!!document.querySelector('.turn.mine') && !!window.carcassonne.connection.legal")
+            .await
+            == Value::Bool(true)
+    }
+
+    pub async fn game_over(&self) -> bool {
+        self.eval("window.carcassonne?.connection?.state?.status === 'finished'")
+            .await
+            == Value::Bool(true)
+    }
+
+    /// The public state the page mirrors.
+    pub async fn state(&self) -> Value {
+        self.eval("window.carcassonne.connection.state").await
+    }
+
+    /// Saves a screenshot under [`screenshot_dir`] and checks it shows a drawing, not a
+    /// blank page.
+    pub async fn screenshot_named(&self, name: &str) {
+        let path = screenshot_dir().join(format!("{name}.png"));
+        let png = self.screenshot(&path).await;
+        let (colours, drawn) = picture_variety(&png);
+        assert!(
+            colours > 30 && drawn > 0.2,
+            "{} looks blank: {colours} colours, {:.0}% of pixels drawn",
+            path.display(),
+            drawn * 100.0
+        );
+    }
+
+    /// Fails with the list when axe-core finds a WCAG 2.2 AA violation on the page.
+    pub async fn assert_accessible(&self, page: &str) {
+        let violations = self.accessibility_violations().await;
+        assert!(
+            violations.is_empty(),
+            "{page}: axe-core finds {} violation(s):\n{}",
+            violations.len(),
+            violations.join("\n")
+        );
+    }
 }

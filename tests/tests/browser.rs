@@ -8,7 +8,7 @@
 //! checked to show a drawing, not a blank page. Without chromium and chromedriver these
 //! tests skip loudly, unless `REQUIRE_BROWSER=1` (as in CI) makes them fail.
 
-use carcassonne_tests::browser::{Browser, Driver, picture_variety, screenshot_dir};
+use carcassonne_tests::browser::{Browser, Driver, NewLobby, create_lobby};
 use carcassonne_tests::client::Api;
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
@@ -26,54 +26,19 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// within a minute while still ending with the final scoring.
 const TILE_LIMIT: &str = "16";
 
+/// A lobby of two seats for a short game of the base game.
+fn short_game(player: &str) -> NewLobby<'_> {
+    NewLobby {
+        player,
+        seats: "2",
+        tile_limit: Some(TILE_LIMIT),
+        expansions: &[],
+        turn_clock: false,
+    }
+}
+
 /// How long a whole game may take in the browser.
 const GAME_PATIENCE: Duration = Duration::from_secs(240);
-
-/// Fills the create form on the home page and submits it; returns the new game's id.
-async fn create_lobby(browser: &Browser, base: &str, player: &str, seats: &str) -> String {
-    browser.goto(&format!("{base}/")).await;
-    for (name, value) in [
-        ("display_name", player),
-        ("name", "Browser game"),
-        ("seats", seats),
-        ("tile_limit", TILE_LIMIT),
-    ] {
-        let input = browser
-            .wait_for(&format!("form.create [name={name}]"))
-            .await;
-        input.clear().await.expect("cleared");
-        input.send_keys(value).await.expect("typed");
-    }
-    browser.click("button[data-action=create]").await;
-    let hash = browser
-        .wait_until("location.hash.startsWith('#/game/') && location.hash")
-        .await;
-    let hash = hash.as_str().expect("a hash").to_owned();
-    browser.wait_for("button[data-action=start]").await;
-    hash.trim_start_matches("#/game/").to_owned()
-}
-
-/// The seq the page's connection has reached, or -1 before its snapshot.
-async fn seq_of(browser: &Browser) -> i64 {
-    let seq = browser
-        .eval("window.carcassonne?.connection?.seq ?? -1")
-        .await;
-    seq.as_i64().unwrap_or(-1)
-}
-
-async fn my_turn(browser: &Browser) -> bool {
-    browser
-        .eval("!!document.querySelector('.turn.mine') && !!window.carcassonne.connection.legal")
-        .await
-        == Value::Bool(true)
-}
-
-async fn game_over(browser: &Browser) -> bool {
-    browser
-        .eval("window.carcassonne?.connection?.state?.status === 'finished'")
-        .await
-        == Value::Bool(true)
-}
 
 /// Plays this turn's next step with the mouse: a highlighted cell, then Place; in the
 /// act phase a figure on the first offered spot every other turn, else Pass.
@@ -94,6 +59,7 @@ async fn step_by_mouse(browser: &Browser, turn: usize) {
             .await;
     } else if !turn.is_multiple_of(3) && !browser.all("[data-move=place_figure]").await.is_empty() {
         browser.click("[data-move=place_figure]").await;
+        browser.click("button[data-action=confirm]").await;
     } else if !browser.all("[data-action=pass]").await.is_empty() {
         browser.click("[data-action=pass]").await;
     } else {
@@ -107,7 +73,7 @@ async fn step_by_keyboard(browser: &Browser, turn: usize) {
     let main = browser.wait_for("#main").await;
     let keys = if !browser.all("rect.target").await.is_empty() {
         format!("{ARROW_RIGHT}r{ENTER}")
-    } else if turn % 2 == 1 && !browser.all("circle.spot").await.is_empty() {
+    } else if turn % 2 == 1 && !browser.all("g.spot").await.is_empty() {
         format!("{ARROW_RIGHT}{ENTER}")
     } else {
         "p".to_owned()
@@ -125,17 +91,17 @@ async fn play_to_the_end(
 ) -> usize {
     let started = Instant::now();
     let mut moves = 0;
-    while !game_over(players[0]).await {
+    while !players[0].game_over().await {
         assert!(
             started.elapsed() < GAME_PATIENCE,
             "the game did not end in time"
         );
         let mut moved = false;
         for (index, browser) in players.iter().enumerate() {
-            if !my_turn(browser).await {
+            if !browser.my_turn().await {
                 continue;
             }
-            let before = seq_of(browser).await;
+            let before = browser.seq().await;
             if index == 0 {
                 step_by_mouse(browser, moves).await;
             } else {
@@ -157,23 +123,6 @@ async fn play_to_the_end(
     moves
 }
 
-/// Saves a screenshot and checks it shows a drawing, not a blank page.
-async fn screenshot(browser: &Browser, name: &str) {
-    let path = screenshot_dir().join(format!("{name}.png"));
-    let png = browser.screenshot(&path).await;
-    let (colours, drawn) = picture_variety(&png);
-    assert!(
-        colours > 30 && drawn > 0.2,
-        "{} looks blank: {colours} colours, {:.0}% of pixels drawn",
-        path.display(),
-        drawn * 100.0
-    );
-}
-
-async fn state_of(browser: &Browser) -> Value {
-    browser.eval("window.carcassonne.connection.state").await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_reload() {
     let _turn = ONE_AT_A_TIME.lock().await;
@@ -187,7 +136,7 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
     let bob = driver.open(1280, 900).await;
     let watcher = driver.open(390, 844).await;
 
-    let game = create_lobby(&ann, &base, "ann", "2").await;
+    let game = create_lobby(&ann, &base, &short_game("ann")).await;
     bob.goto(&format!("{base}/#/game/{game}")).await;
     let name = bob.wait_for("form.join input").await;
     name.clear().await.expect("cleared");
@@ -203,7 +152,7 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
         .await;
     ann.click("button[data-action=start]").await;
     watcher.wait_for("svg.board use.tile").await;
-    screenshot(&watcher, "phone-spectator-start").await;
+    watcher.screenshot_named("phone-spectator-start").await;
 
     let mut dropped_at = 0;
     let moves = play_to_the_end(
@@ -216,7 +165,7 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
             let resumed = "window.carcassonne.connection.welcomes === 2 \
                  && window.carcassonne.connection.online";
             bob.wait_until(resumed).await;
-            screenshot(&ann, "desktop-player-midgame").await;
+            ann.screenshot_named("desktop-player-midgame").await;
             ann.client.refresh().await.expect("reload");
             ann.wait_until("window.carcassonne?.connection?.state?.game?.board?.length > 1")
                 .await;
@@ -232,9 +181,9 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
             .await;
         page.wait_for(".result").await;
     }
-    let truth = state_of(&watcher).await;
-    assert_eq!(state_of(&ann).await, truth, "ann's mirror differs");
-    assert_eq!(state_of(&bob).await, truth, "bob's mirror differs");
+    let truth = watcher.state().await;
+    assert_eq!(ann.state().await, truth, "ann's mirror differs");
+    assert_eq!(bob.state().await, truth, "bob's mirror differs");
     let (_, record) = Api::new(base.clone())
         .get(&format!("/api/matches/{game}"))
         .await;
@@ -259,8 +208,8 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
         log.as_str().unwrap().contains("Game over"),
         "the spectator's log: {log}"
     );
-    screenshot(&watcher, "phone-spectator-finished").await;
-    screenshot(&ann, "desktop-player-finished").await;
+    watcher.screenshot_named("phone-spectator-finished").await;
+    ann.screenshot_named("desktop-player-finished").await;
     for browser in [ann, bob, watcher] {
         browser.close().await;
     }
@@ -277,14 +226,14 @@ async fn a_game_against_a_bot_then_stepped_through_in_the_history() {
     let base = server.http();
     let ann = driver.open(1280, 900).await;
 
-    let game = create_lobby(&ann, &base, "ann", "2").await;
+    let game = create_lobby(&ann, &base, &short_game("ann")).await;
     ann.click("button[data-action=add-bot]").await;
     ann.wait_until("document.querySelectorAll('.seats li').length === 2 && window.carcassonne.connection.state.seats.length === 2")
         .await;
     ann.click("button[data-action=start]").await;
     play_to_the_end(&[&ann], async |_| {}, usize::MAX).await;
     ann.wait_for(".result").await;
-    screenshot(&ann, "desktop-against-bot-finished").await;
+    ann.screenshot_named("desktop-against-bot-finished").await;
 
     ann.goto(&format!("{base}/#/history")).await;
     ann.click(&format!("a[href='#/match/{game}']")).await;
@@ -313,7 +262,7 @@ async fn a_game_against_a_bot_then_stepped_through_in_the_history() {
         .expect("End");
     ann.wait_until("document.querySelector('.stepper .step').textContent === 'Turn 16 of 16'")
         .await;
-    screenshot(&ann, "desktop-history-replay").await;
+    ann.screenshot_named("desktop-history-replay").await;
     ann.close().await;
 }
 
@@ -349,6 +298,6 @@ async fn the_first_load_is_small_and_a_large_board_redraws_within_a_frame() {
             .await
     );
     assert_eq!(tiles, "144");
-    screenshot(&page, "desktop-benchmark-board").await;
+    page.screenshot_named("desktop-benchmark-board").await;
     page.close().await;
 }

@@ -1,0 +1,416 @@
+//! The web client as players want it, in a real browser against the real binary: a whole
+//! 72-tile base game on a phone-sized screen, by touch, against a bot (the figure step,
+//! the last move, the clocks, the tiles to come, the final table, the replay); the
+//! details of play by mouse and keyboard on a desktop (turning the chosen tile, arrow
+//! keys on the board, the log after a reload and for a late spectator, notices that go
+//! away); aborting; and axe-core's WCAG 2.2 AA rules on every page at both sizes.
+//!
+//! Screenshots are saved under `target/browser-screenshots/` as a gallery a person can
+//! look at (`phone-*`): the start, the figure step, the last move, the final table and
+//! the replay.
+
+use carcassonne_tests::browser::{Browser, Driver, NewLobby, create_lobby};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::TestServer;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// WebDriver key codes.
+const ENTER: &str = "\u{e007}";
+const ARROW_UP: &str = "\u{e013}";
+const ARROW_RIGHT: &str = "\u{e014}";
+
+/// Several browsers at once are heavy on a small machine: one test at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How long a whole 72-tile game against a bot may take.
+const WHOLE_GAME_PATIENCE: Duration = Duration::from_secs(420);
+
+/// Adds a bot by touch and starts; the focus stays on a control of the panel each time.
+async fn add_bot_and_start(page: &Browser) {
+    page.tap_on("button[data-action=add-bot]").await;
+    page.wait_until("window.carcassonne.connection.state.seats.length === 2")
+        .await;
+    assert_focus_kept(page, "after Add bot").await;
+    page.tap_on("button[data-action=start]:not([disabled])")
+        .await;
+    page.wait_until("window.carcassonne.connection.state.status === 'playing'")
+        .await;
+    page.wait_for("svg.board use.tile").await;
+    assert_focus_kept(page, "after Start").await;
+}
+
+async fn assert_focus_kept(page: &Browser, when: &str) {
+    let focused = page
+        .wait_until("document.activeElement && document.activeElement !== document.body && document.activeElement.tagName")
+        .await;
+    assert_ne!(focused, "BODY", "the focus fell to the page {when}");
+}
+
+/// A legal cell whose centre is free to tap (not under the zoom buttons), as
+/// `[x, y, rotations]`; fits the board first when none is.
+async fn tappable_cell(page: &Browser) -> Value {
+    const FIND: &str = "(() => {
+        for (const rect of document.querySelectorAll('rect.target')) {
+          const box = rect.getBoundingClientRect();
+          const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+          if (hit === rect) return rect.dataset.cell;
+        }
+        return null;
+      })()";
+    let mut found = page.eval(FIND).await;
+    if found.is_null() {
+        page.tap_on("button[aria-label='Fit the board']").await;
+        found = page.eval(FIND).await;
+    }
+    let cell = found.as_str().expect("a legal cell free to tap").to_owned();
+    let (x, y) = cell.split_once(',').expect("x,y");
+    page.eval(&format!(
+        "window.carcassonne.connection.legal.place_tile.find(([x, y]) => x === {x} && y === {y})"
+    ))
+    .await
+}
+
+/// The figure step on a phone, checked on the first turn that offers one: the view
+/// zooms to the placed tile, every spot is a finger wide, nothing is chosen yet, Enter
+/// sends nothing, a tap shows the choice with Confirm and Undo.
+async fn check_the_figure_step(page: &Browser) {
+    let sizes = page
+        .eval("[...document.querySelectorAll('g.spot')].map((g) => { const b = g.getBoundingClientRect(); return Math.min(b.width, b.height); })")
+        .await;
+    let smallest = sizes
+        .as_array()
+        .expect("spot sizes")
+        .iter()
+        .filter_map(Value::as_f64)
+        .fold(f64::MAX, f64::min);
+    assert!(smallest >= 44.0, "a spot is {smallest:.1} CSS px across");
+    let tile = page
+        .eval("(() => { const b = window.carcassonne.connection.state.game.board.at(-1); const r = document.querySelector(`.last-move[data-last='${b[0]},${b[1]}']`); return r ? r.getBoundingClientRect().width : 0; })()")
+        .await;
+    let tile = tile.as_f64().unwrap_or(0.0);
+    assert!(tile >= 200.0, "the placed tile is {tile:.0} px wide: the view did not zoom to it");
+    let preselected = page.all("g.spot[aria-pressed=true], .moves [aria-pressed=true]").await;
+    assert!(preselected.is_empty(), "a spot is chosen before the player chose one");
+    let before = page.seq().await;
+    page.keys(&format!("{ENTER}{ENTER}")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(page.seq().await, before, "Enter sent a figure nobody chose");
+    page.tap_on("g.spot").await;
+    page.wait_for("button[data-action=confirm]").await;
+    page.wait_for(".figure.chosen, g.spot[aria-pressed=true]").await;
+    page.screenshot_named("phone-figure-step").await;
+    page.tap_on("button[data-action=undo]").await;
+    page.wait_until("!document.querySelector('button[data-action=confirm]')")
+        .await;
+    assert_eq!(page.seq().await, before, "Undo sent something");
+}
+
+/// The tiles to come, counted from the list, equal what the server says the stack holds.
+async fn check_the_tiles_to_come(page: &Browser) {
+    let listed = page
+        .eval("[...document.querySelectorAll('.remaining-list li span')].reduce((sum, s) => sum + Number(s.textContent.replace('×', '')), 0)")
+        .await;
+    let stack = page
+        .eval("window.carcassonne.connection.state.game.turn.tiles_left")
+        .await;
+    assert_eq!(listed, stack, "the tiles to come do not add up to the stack");
+}
+
+/// The last move is outlined in the colour of who made it and said in words, with no
+/// tile letter or coordinates.
+async fn check_the_last_move(page: &Browser) {
+    let mark = page
+        .wait_until("(() => { const b = window.carcassonne.connection.state.game.board.at(-1); return !!document.querySelector(`.last-move[data-last='${b[0]},${b[1]}']`); })()")
+        .await;
+    assert_eq!(mark, Value::Bool(true));
+    let text = page
+        .wait_until("document.querySelector('.last-move-text')?.textContent")
+        .await;
+    let text = text.as_str().expect("words").to_owned();
+    assert!(text.contains(" placed a"), "the last move reads {text:?}");
+    assert_plain_words(&text);
+}
+
+/// No tile letter ("placed Q"), coordinates ("2,6") or "1 followers" in what players read.
+fn assert_plain_words(text: &str) {
+    let letters = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.len() == 1 && word.chars().all(|c| c.is_ascii_uppercase()) && *word != "I")
+        .count();
+    assert_eq!(letters, 0, "a tile letter in {text:?}");
+    let coordinates = text
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b',' && (w[2].is_ascii_digit() || w[2] == b'-'));
+    assert!(!coordinates, "coordinates in {text:?}");
+    for wrong in ["1 followers", "1 points", "1 tiles"] {
+        assert!(!text.contains(wrong), "{wrong:?} in {text:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let base = server.http();
+    let page = driver.open(390, 844).await;
+    page.goto(&format!("{base}/")).await;
+    page.wait_for("form.create").await;
+    page.assert_accessible("home, phone").await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: None,
+        expansions: &[],
+        turn_clock: true,
+    };
+    let game = create_lobby(&page, &base, &lobby).await;
+    let board_shown = page
+        .eval("document.querySelector('.board-area').getClientRects().length > 0")
+        .await;
+    assert_eq!(board_shown, Value::Bool(false), "the lobby shows an empty board");
+    page.assert_accessible("lobby, phone").await;
+    add_bot_and_start(&page).await;
+    page.screenshot_named("phone-start").await;
+
+    let started = Instant::now();
+    let (mut turns, mut figure_step_checked, mut turned_by_tap, mut midgame_checked) =
+        (0, false, false, false);
+    while !page.game_over().await {
+        assert!(started.elapsed() < WHOLE_GAME_PATIENCE, "the game did not end in time");
+        if !page.my_turn().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let title = page.eval("document.title").await;
+        assert!(title.as_str().unwrap_or("").starts_with("Your turn"), "the title is {title}");
+        let before = page.seq().await;
+        if page.eval("!!window.carcassonne.connection.legal.place_tile").await == Value::Bool(true) {
+            if !midgame_checked && turns >= 2 {
+                midgame_checked = true;
+                check_the_last_move(&page).await;
+                page.screenshot_named("phone-last-move").await;
+                check_the_tiles_to_come(&page).await;
+                let clocks = page.all(".players .clock").await.len();
+                assert_eq!(clocks, 2, "a clock for every player");
+                page.assert_accessible("game, phone").await;
+            }
+            let cell = tappable_cell(&page).await;
+            let css = format!("rect.target[data-cell='{},{}']", cell[0], cell[1]);
+            page.tap_on(&css).await;
+            if !turned_by_tap && cell[2].as_array().is_some_and(|r| r.len() > 1) {
+                let rotation = "window.carcassonne.view.selected.rotation";
+                let first = page.eval(rotation).await;
+                page.tap_on(&css).await;
+                let second = page.eval(rotation).await;
+                assert_ne!(first, second, "tapping the chosen cell again did not turn the tile");
+                turned_by_tap = true;
+            }
+            page.tap_on("button[data-action=place]:not([disabled])").await;
+        } else if !page.all("g.spot").await.is_empty() && (!figure_step_checked || turns % 3 == 0) {
+            if !figure_step_checked {
+                check_the_figure_step(&page).await;
+                page.assert_accessible("figure step, phone").await;
+                figure_step_checked = true;
+            }
+            page.tap_on("g.spot").await;
+            page.tap_on("button[data-action=confirm]").await;
+        } else {
+            page.tap_on("button[data-action=pass]").await;
+        }
+        page.wait_until(&format!("window.carcassonne.connection.seq > {before}"))
+            .await;
+        turns += 1;
+    }
+    assert!(figure_step_checked && turned_by_tap, "the game never offered a figure or a turn");
+    let state = page.state().await;
+    let placed = state["game"]["board"].as_array().expect("a board").len()
+        + state["game"]["discarded"].as_array().map_or(0, Vec::len);
+    assert_eq!(placed, 72, "a whole base game");
+
+    // The end explained: a row per player, totals equal to the final scores.
+    page.wait_for(".score-table").await;
+    let totals = page
+        .eval("[...document.querySelectorAll('.score-table tbody td.total')].map((td) => Number(td.textContent))")
+        .await;
+    assert_eq!(totals, state["game"]["result"]["final_scores"]);
+    let result = page.eval("document.querySelector('.result').textContent").await;
+    assert!(result.as_str().unwrap().contains("ann"), "the result names nobody: {result}");
+    let log = page.eval("document.querySelector('.log').innerText").await;
+    assert_plain_words(log.as_str().unwrap());
+    page.screenshot_named("phone-final-table").await;
+    page.assert_accessible("finished game, phone").await;
+
+    // The replay: no winner before the end, the last move outlined, the table at the end.
+    page.goto(&format!("{base}/#/match/{game}")).await;
+    page.wait_for(".stepper").await;
+    let star = page.eval("document.querySelector('.players').textContent.includes('★')").await;
+    assert_eq!(star, Value::Bool(false), "the winner shows at turn 0");
+    page.tap_on("button[aria-label='Next turn']").await;
+    page.wait_for(".last-move").await;
+    page.tap_on("button[aria-label='Last turn']").await;
+    page.wait_for(".score-table").await;
+    page.screenshot_named("phone-replay").await;
+    page.assert_accessible("replay, phone").await;
+
+    // The match history says which time zone its times are in.
+    page.goto(&format!("{base}/#/history")).await;
+    let listing = page
+        .wait_until("document.querySelector('.matches a') && document.querySelector('.matches').textContent")
+        .await;
+    let listing = listing.as_str().unwrap();
+    assert!(listing.contains("UTC") || listing.contains("GMT"), "no time zone in {listing:?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_survives_a_reload() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let base = server.http();
+    let page = driver.open(1280, 900).await;
+    page.goto(&format!("{base}/")).await;
+    page.wait_for("form.create").await;
+    let smallest_box = page
+        .eval("Math.min(...[...document.querySelectorAll('input[type=checkbox]')].map((c) => Math.min(c.getBoundingClientRect().width, c.getBoundingClientRect().height)))")
+        .await;
+    assert!(smallest_box.as_f64().unwrap() >= 24.0, "a checkbox is {smallest_box} px");
+    page.assert_accessible("home, desktop").await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: Some("20"),
+        expansions: &["abbot"],
+        turn_clock: false,
+    };
+    let game = create_lobby(&page, &base, &lobby).await;
+    page.wait_for("button[data-action=copy-invite]").await;
+    page.assert_accessible("lobby, desktop").await;
+    add_bot_and_start(&page).await;
+
+    // Clicking the chosen cell again turns the tile.
+    page.wait_until("window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')")
+        .await;
+    let cell = page
+        .eval("window.carcassonne.connection.legal.place_tile.find(([, , r]) => r.length > 1) || window.carcassonne.connection.legal.place_tile[0]")
+        .await;
+    let css = format!("rect.target[data-cell='{},{}']", cell[0], cell[1]);
+    page.click(&css).await;
+    if cell[2].as_array().is_some_and(|r| r.len() > 1) {
+        let first = page.eval("window.carcassonne.view.selected.rotation").await;
+        page.click(&css).await;
+        let second = page.eval("window.carcassonne.view.selected.rotation").await;
+        assert_ne!(first, second, "clicking the chosen cell again did not turn the tile");
+    }
+
+    // Arrow keys move on the board: right goes to a cell further right, up further up.
+    for (key, axis, sign) in [(ARROW_RIGHT, 0, 1), (ARROW_UP, 1, -1)] {
+        let from = page.eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]").await;
+        let exists = page
+            .eval(&format!("window.carcassonne.connection.legal.place_tile.some((c) => (c[{axis}] - {}) * {sign} > 0)", from[axis]))
+            .await;
+        page.keys(key).await;
+        let to = page.eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]").await;
+        if exists == Value::Bool(true) {
+            let moved = (to[axis].as_i64().unwrap() - from[axis].as_i64().unwrap()) * sign;
+            assert!(moved > 0, "{key:?} went from {from} to {to}");
+        }
+    }
+    page.keys(ENTER).await;
+
+    // The figure kinds show which one is chosen.
+    let mut played = 0;
+    let started = Instant::now();
+    while played < 6 && !page.game_over().await {
+        assert!(started.elapsed() < Duration::from_secs(120), "six moves took too long");
+        if !page.my_turn().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let before = page.seq().await;
+        if !page.all("rect.target").await.is_empty() {
+            page.keys(&format!("{ARROW_RIGHT}{ENTER}")).await;
+        } else {
+            if !page.all(".figure-kinds [aria-checked]").await.is_empty() {
+                let looks = page
+                    .eval("(() => { const [a, b] = document.querySelectorAll('.figure-kinds [role=radio]'); return getComputedStyle(a).backgroundColor !== getComputedStyle(b).backgroundColor; })()")
+                    .await;
+                assert_eq!(looks, Value::Bool(true), "the chosen figure kind looks like the other");
+            }
+            page.keys("p").await;
+        }
+        page.wait_until(&format!("window.carcassonne.connection.seq > {before}"))
+            .await;
+        played += 1;
+    }
+    page.assert_accessible("game, desktop").await;
+
+    // The log: in plain words, rebuilt after a reload, and there for a late spectator.
+    let lines = page.eval("document.querySelectorAll('.log li').length").await;
+    let lines = lines.as_u64().unwrap();
+    assert!(lines >= 6, "{lines} lines in the log");
+    assert_plain_words(page.eval("document.querySelector('.log').innerText").await.as_str().unwrap());
+    page.client.refresh().await.expect("reload");
+    page.wait_until(&format!("document.querySelectorAll('.log li').length >= {lines}"))
+        .await;
+    let late = driver.open(1280, 900).await;
+    late.goto(&format!("{base}/#/game/{game}")).await;
+    late.wait_until("window.carcassonne?.connection?.role === 'spectator'")
+        .await;
+    late.wait_until(&format!("document.querySelectorAll('.log li').length >= {lines}"))
+        .await;
+    late.wait_for(".last-move").await;
+
+    // A notice goes away when what it said is over.
+    page.eval("window.sawNotice = false, new MutationObserver(() => { if (document.querySelector('.notice')) window.sawNotice = true; }).observe(document.body, { subtree: true, childList: true }), true")
+        .await;
+    let welcomes = page.eval("window.carcassonne.connection.welcomes").await;
+    page.eval("window.carcassonne.connection.drop(), true").await;
+    page.wait_until(&format!("window.sawNotice && window.carcassonne.connection.welcomes > {welcomes} && window.carcassonne.connection.online"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let still = page.eval("document.querySelector('.notice')?.textContent ?? null").await;
+    assert_eq!(still, Value::Null, "the notice stays after the connection is back");
+
+    page.goto(&format!("{base}/#/history")).await;
+    page.wait_for(".listing").await;
+    page.assert_accessible("history, desktop").await;
+    late.close().await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let base = server.http();
+    let page = driver.open(1280, 900).await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: None,
+        expansions: &[],
+        turn_clock: false,
+    };
+    create_lobby(&page, &base, &lobby).await;
+    add_bot_and_start(&page).await;
+    page.click("button[data-action=abort]").await;
+    page.click("button[data-action=keep-playing]").await;
+    page.click("button[data-action=abort]").await;
+    page.click("button[data-action=confirm-abort]").await;
+    page.wait_until("window.carcassonne.connection.state.status === 'cancelled'")
+        .await;
+}
