@@ -111,6 +111,11 @@ export function rotatePoint([x, y], rotation) {
   }
 }
 
+/** The kind of the segment `spot` names on `tile` (city, road, field, ...), or null. */
+export function spotKind(tile, spot) {
+  return tile?.segments.find((segment) => segment.spot === spot)?.kind ?? null;
+}
+
 function cityElements(segment) {
   const [path, rotation] = cityShape(segment.sides);
   const parts = [s("path", { d: path, class: segment.cathedral ? "city cathedral" : "city", transform: rotation ? `rotate(${rotation} 50 50)` : null })];
@@ -178,4 +183,24 @@ export function tileIcon(tiles, id, rotation = 0, label = "") {
   const art = tile ? tileArt(tile) : [s("rect", { width: 100, height: 100, class: "field" })];
   return s("svg", { viewBox: "0 0 100 100", class: "tile-icon", role: "img", "aria-label": label || `tile ${id}, rotation ${rotation}` },
     s("g", { transform: rotation ? `rotate(${rotation} 50 50)` : null }, art));
+}
+
+const MEEPLE = "M0-12.5a4.6 4.6 0 0 1 3.2 7.9L11-2.5a2.2 2.2 0 0 1-.6 4.2L5 2l4.5 9a1.3 1.3 0 0 1-1.2 1.5H2.5L0 7l-2.5 5.5h-5.8a1.3 1.3 0 0 1-1.2-1.5L-5 2l-5.4-.3a2.2 2.2 0 0 1-.6-4.2L-3.2-4.6A4.6 4.6 0 0 1 0-12.5z";
+const ABBOT = "M0-14Q7-10 6.5-3L10.5 10.5Q11 12.5 9 12.5H-9Q-11 12.5-10.5 10.5L-6.5-3Q-7-10 0-14z";
+const ABBOT_FACE = "M-2.6-5.5a2.6 3 0 1 0 5.2 0a2.6 3 0 1 0-5.2 0";
+
+/**
+ * A figure of `kind` ("follower", "big", "abbot") in `colour`, standing at (x, y) in
+ * board units; `lying` lays it on its side (a farmer). A dark and a white outline keep
+ * it readable on any ground at any zoom.
+ */
+export function figureShape(kind, colour, [x, y], label, { lying = false } = {}) {
+  const d = kind === "abbot" ? ABBOT : MEEPLE;
+  const scale = kind === "big" ? 1.7 : 1;
+  const transform = `translate(${x} ${y})` + (scale !== 1 ? ` scale(${scale})` : "") + (lying ? " rotate(-90)" : "");
+  return s("g", { transform, fill: colour, class: `figure ${kind}${lying ? " lying" : ""}` },
+    s("title", { text: label }),
+    s("path", { d, class: "figure-halo" }),
+    s("path", { d, class: "figure-body" }),
+    kind === "abbot" ? s("path", { d: ABBOT_FACE, class: "figure-face" }) : null);
 }
