@@ -283,14 +283,15 @@ export function tileDefs(tiles) {
   for (const tile of tiles.values()) {
     defs.append(s("symbol", { id: "tile-" + tile.id, viewBox: "0 0 100 100", width: 100, height: 100 }, tileArt(tile)));
   }
-  shared = { defs, tiles };
+  shared = { defs, tiles, made: new Set() };
   return defs;
 }
 
 /** The symbol of a tile type with marks at `rotation`, made the first time it is used. */
 function markedSymbol(tile, rotation) {
   const id = `tile-${tile.id}-${rotation}`;
-  if (!shared.defs.querySelector(`[id="${CSS.escape(id)}"]`)) {
+  if (!shared.made.has(id)) {
+    shared.made.add(id);
     shared.defs.append(s("symbol", { id, viewBox: "0 0 100 100", width: 100, height: 100 },
       s("use", { href: "#tile-" + tile.id, width: 100, height: 100, transform: rotation ? `rotate(${rotation} 50 50)` : null }),
       markElements(tile, rotation)));
