@@ -131,8 +131,14 @@ export function spotPoints(tile) {
   }
   const garden = tile.segments.find((x) => x.kind === "garden");
   if (garden) points[garden.spot] = gardenPoint(tile, points);
+  // Farmers keep clear of figures and of the inns and pennants drawn on the tile.
+  const taken = Object.values(points);
+  for (const segment of tile.segments) {
+    if (segment.inn) taken.push(innPoint(segment));
+    if (segment.pennants) taken.push(pennantPoint(segment, points[segment.spot]));
+  }
   for (const segment of tile.segments.filter((x) => x.kind === "field")) {
-    points[segment.spot] = fieldPoint(segment, Object.values(points));
+    points[segment.spot] = fieldPoint(segment, taken);
   }
   tile.points = points;
   return points;
@@ -140,6 +146,8 @@ export function spotPoints(tile) {
 
 /** The place for a garden: of a few field places, the one farthest from every feature. */
 function gardenPoint(tile, points) {
+  const walled = tile.segments.find((x) => x.kind === "city" && x.sides.length === 3);
+  if (walled) return inwards(SIDES.find((side) => !walled.sides.includes(side)), 0.22);
   const near = Object.values(points);
   for (const segment of tile.segments) {
     if (segment.kind === "city") for (const side of segment.sides) near.push(inwards(side, segment.sides.length > 1 ? 0.7 : 0.3));
@@ -157,14 +165,17 @@ function gardenPoint(tile, points) {
   return best;
 }
 
-/** The half-side of a field farthest from every spot already placed, pulled inwards. */
+/**
+ * The half-side of a field farthest from every spot already placed, pulled inwards;
+ * for a field enclosed on the tile, the farthest of the centre and four points near it.
+ */
 function fieldPoint(segment, taken) {
-  if (segment.halves.length === 0) return [50, 50];
+  const inner = [[50, 50], [64, 64], [36, 64], [64, 36], [36, 36]];
   let best = null;
   let bestDistance = -1;
-  for (const half of segment.halves) {
-    const [hx, hy] = HALF_POINT[half];
-    const point = [hx + (50 - hx) * 0.15, hy + (50 - hy) * 0.15];
+  for (const half of segment.halves.length ? segment.halves : inner) {
+    const [hx, hy] = HALF_POINT[half] || half;
+    const point = segment.halves.length ? [hx + (50 - hx) * 0.15, hy + (50 - hy) * 0.15] : [hx, hy];
     const distance = Math.min(1e9, ...taken.map(([x, y]) => Math.hypot(x - point[0], y - point[1])));
     if (distance > bestDistance) [best, bestDistance] = [point, distance];
   }
