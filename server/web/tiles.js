@@ -289,8 +289,8 @@ export function tileDefs(tiles) {
       s("path", { d: "M8 12l2-4 1 4 2-3M30 6l2-4 1 4 2-3M38 30l2-4 1 4 2-3M14 38l2-4 1 4 2-3M24 24l1-3 1 3", class: "tufts" })),
     s("pattern", { id: "roofs", width: 20, height: 20, patternUnits: "userSpaceOnUse" },
       s("rect", { width: 20, height: 20, class: "roofs" }),
-      s("path", { d: "M2 2h8v6H2zM12 10h6v8h-6zM3 12h6v5H3z", class: "roof" }),
-      s("path", { d: "M2 5h8M15 10v8M3 14.5h6", class: "ridge" })));
+      s("path", { d: "M2 2h8v3H2zM12 10h3v8h-3zM3 12h6v2.5H3z", class: "roof" }),
+      s("path", { d: "M2 5h8v3H2zM15 10h3v8h-3zM3 14.5h6v2.5H3z", class: "roof-shade" })));
   for (const tile of tiles.values()) {
     defs.append(s("symbol", { id: "tile-" + tile.id, viewBox: "0 0 100 100", width: 100, height: 100 }, tileArt(tile)));
   }
