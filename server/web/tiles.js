@@ -16,13 +16,14 @@ const HALF_POINT = {
 };
 
 // City shapes for canonical side sets at rotation 0, with their walls (the border
-// facing the fields); other sets are these rotated. The second N.E and N.S shapes
-// are slimmer, for a tile with more than one city.
+// facing the fields); other sets are these rotated. The second shapes are slimmer,
+// for a tile with more than one city (for N, only beside a larger city), so that the
+// field between them shows.
 const CITY_SHAPES = [
-  [["N"], "M0 0H100L84 16Q50 36 16 16Z", "M100 0L84 16Q50 36 16 16L0 0"],
+  [["N"], "M0 0H100L84 16Q50 36 16 16Z", "M100 0L84 16Q50 36 16 16L0 0", "M0 0H100L86 12Q50 26 14 12Z", "M100 0L86 12Q50 26 14 12L0 0"],
   [["N", "E"], "M0 0H100V100L84 84Q40 56 16 16Z", "M100 100L84 84Q40 56 16 16L0 0", "M0 0H100V100L84 84Q70 30 16 16Z", "M100 100L84 84Q70 30 16 16L0 0"],
   [["N", "S"], "M0 0H100L84 16Q70 50 84 84L100 100H0L16 84Q30 50 16 16Z", "M100 0L84 16Q70 50 84 84L100 100M0 100L16 84Q30 50 16 16L0 0",
-    "M0 0H100L84 16Q62 50 84 84L100 100H0L16 84Q38 50 16 16Z", "M100 0L84 16Q62 50 84 84L100 100M0 100L16 84Q38 50 16 16L0 0"],
+    "M0 0H100L84 16Q58 50 84 84L100 100H0L16 84Q42 50 16 16Z", "M100 0L84 16Q58 50 84 84L100 100M0 100L16 84Q42 50 16 16L0 0"],
   [["N", "E", "S"], "M0 0H100V100H0L16 84Q38 50 16 16Z", "M0 100L16 84Q38 50 16 16L0 0"],
   [["N", "E", "S", "W"], "M0 0H100V100H0Z", ""],
 ];
@@ -271,9 +272,11 @@ export function tileArt(tile) {
   const parts = [s("rect", { width: 100, height: 100, class: "field" })];
   const order = { river: 0, road: 1, city: 2 };
   const segments = tile.segments.filter((x) => x.kind in order).sort((a, b) => order[a.kind] - order[b.kind]);
-  const slim = segments.filter((x) => x.kind === "city").length > 1;
+  const cities = segments.filter((x) => x.kind === "city");
+  const slim = cities.length > 1;
+  const slimCap = slim && cities.some((x) => x.sides.length > 1);
   for (const segment of segments) {
-    if (segment.kind === "city") parts.push(...cityElements(segment, slim));
+    if (segment.kind === "city") parts.push(...cityElements(segment, segment.sides.length > 1 ? slim : slimCap));
     else parts.push(...lineElements(tile, segment, segment.kind));
   }
   if (hamlet(tile)) parts.push(s("path", { d: "M41 41h18v18h-18z", class: "hamlet" }), s("path", { d: "M41 41l6 9-6 9M59 41l-6 9 6 9M47 50h6", class: "hamlet-ridge" }));
