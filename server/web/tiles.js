@@ -33,8 +33,7 @@ const MARKS = {
   monastery: [
     ["chapel-wall", "M-13 14V-2l3-4h8v-7l4-5 4 5V-6h4l3 4v16z"],
     ["chapel-roof", "M-15-1l5-8H2v-6l4-5 4 5v6h1l5 8z"],
-    ["chapel-door", "M-2 14V7a2 2 0 0 1 4 0v7zM5 2h3v4H5zM-10 2h3v4h-3z"],
-    ["chapel-cross", "M6-27v8M3.5-24.5h5"],
+    ["chapel-door", "M-2 14V7a2 2 0 0 1 4 0v7zM5 2h3v4H5zM-10 2h3v4h-3zM5.2-27h1.6v8H5.2zM3.5-25h5v1.5h-5z"],
   ],
   cathedral: [
     ["chapel-wall", "M-17 16V-6h-1l4-9 4 9v-3H10v3l4-9 4 9h-1v22z"],
@@ -238,7 +237,7 @@ function marksOf(tile) {
 function markElements(tile, rotation) {
   return marksOf(tile).map(([kind, point]) => {
     const [x, y] = rotatePoint(point, rotation);
-    return s("g", { transform: `translate(${x} ${y})` }, MARKS[kind].map(([name, d]) => s("path", { d, class: name })));
+    return MARKS[kind].map(([name, d]) => s("path", { d, class: name, transform: `translate(${x} ${y})` }));
   });
 }
 
