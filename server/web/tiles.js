@@ -20,12 +20,12 @@ const HALF_POINT = {
 // for a tile with more than one city (for N, only beside a larger city), so that the
 // field between them shows.
 const CITY_SHAPES = [
-  [["N"], "M0 0H100L84 16Q50 36 16 16Z", "M100 0L84 16Q50 36 16 16L0 0", "M0 0H100L86 12Q50 26 14 12Z", "M100 0L86 12Q50 26 14 12L0 0"],
-  [["N", "E"], "M0 0H100V100L84 84Q40 56 16 16Z", "M100 100L84 84Q40 56 16 16L0 0", "M0 0H100V100L84 84Q70 30 16 16Z", "M100 100L84 84Q70 30 16 16L0 0"],
-  [["N", "S"], "M0 0H100L84 16Q70 50 84 84L100 100H0L16 84Q30 50 16 16Z", "M100 0L84 16Q70 50 84 84L100 100M0 100L16 84Q30 50 16 16L0 0",
-    "M0 0H100L84 16Q58 50 84 84L100 100H0L16 84Q42 50 16 16Z", "M100 0L84 16Q58 50 84 84L100 100M0 100L16 84Q42 50 16 16L0 0"],
-  [["N", "E", "S"], "M0 0H100V100H0L16 84Q38 50 16 16Z", "M0 100L16 84Q38 50 16 16L0 0"],
-  [["N", "E", "S", "W"], "M0 0H100V100H0Z", ""],
+  [["N"], "M0 0L100 0L84 16Q50 36 16 16Z", "M100 0L84 16Q50 36 16 16L0 0", "M0 0L100 0L86 12Q50 26 14 12Z", "M100 0L86 12Q50 26 14 12L0 0"],
+  [["N", "E"], "M0 0L100 0L100 100L84 84Q40 56 16 16Z", "M100 100L84 84Q40 56 16 16L0 0", "M0 0L100 0L100 100L84 84Q70 30 16 16Z", "M100 100L84 84Q70 30 16 16L0 0"],
+  [["N", "S"], "M0 0L100 0L84 16Q70 50 84 84L100 100L0 100L16 84Q30 50 16 16Z", "M100 0L84 16Q70 50 84 84L100 100M0 100L16 84Q30 50 16 16L0 0",
+    "M0 0L100 0L84 16Q58 50 84 84L100 100L0 100L16 84Q42 50 16 16Z", "M100 0L84 16Q58 50 84 84L100 100M0 100L16 84Q42 50 16 16L0 0"],
+  [["N", "E", "S"], "M0 0L100 0L100 100L0 100L16 84Q38 50 16 16Z", "M0 100L16 84Q38 50 16 16L0 0"],
+  [["N", "E", "S", "W"], "M0 0L100 0L100 100L0 100Z", ""],
 ];
 
 // Upright marks, drawn about (0, 0) in tile units: [class, path] pairs.
@@ -241,24 +241,8 @@ function markElements(tile, rotation) {
   });
 }
 
-function cityElements(segment, slim) {
-  const [path, wall, rotation] = cityShape(segment.sides, slim);
-  const transform = rotation ? `rotate(${rotation} 50 50)` : null;
-  const parts = [s("path", { d: path, class: "city", transform })];
-  if (wall) parts.push(s("path", { d: wall, class: "wall", transform }), s("path", { d: wall, class: "battlements", transform }));
-  return parts;
-}
-
-function lineElements(tile, segment, kind) {
-  const share = endShare(tile, kind);
-  const d = linePath(segment.sides, share);
-  const parts = [s("path", { d, class: kind + "-edge" }), s("path", { d, class: kind })];
-  if (segment.sides.length === 1) {
-    const [x, y] = inwards(segment.sides[0], share);
-    if (kind === "river") parts.push(s("circle", { cx: x, cy: y, r: 11, class: "lake" }));
-  }
-  return parts;
-}
+/** A path of absolute "x y" pairs turned clockwise by `rotation` about the centre. */
+const turnPath = (d, rotation) => d.replace(/(-?[\d.]+) (-?[\d.]+)/g, (_, x, y) => rotatePoint([+x, +y], rotation).join(" "));
 
 /** Whether roads end in a hamlet at the centre: not at a monastery, a city or a river. */
 function hamlet(tile) {
@@ -269,16 +253,26 @@ function hamlet(tile) {
 /** The ground of one tile type at rotation 0, in a 100 by 100 box: what turns with it. */
 export function tileArt(tile) {
   const parts = [s("rect", { width: 100, height: 100, class: "field" })];
-  const order = { river: 0, road: 1, city: 2 };
-  const segments = tile.segments.filter((x) => x.kind in order).sort((a, b) => order[a.kind] - order[b.kind]);
-  const cities = segments.filter((x) => x.kind === "city");
-  const slim = cities.length > 1;
-  const slimCap = slim && cities.some((x) => x.sides.length > 1);
-  for (const segment of segments) {
-    if (segment.kind === "city") parts.push(...cityElements(segment, segment.sides.length > 1 ? slim : slimCap));
-    else parts.push(...lineElements(tile, segment, segment.kind));
+  // Each kind is drawn as one path (or two, edge and fill) whatever the number of
+  // segments: every element here is cloned for every placed tile.
+  for (const kind of ["river", "road"]) {
+    const lines = tile.segments.filter((x) => x.kind === kind);
+    if (!lines.length) continue;
+    const share = endShare(tile, kind);
+    const d = lines.map((x) => linePath(x.sides, share)).join("");
+    parts.push(s("path", { d, class: kind + "-edge" }), s("path", { d, class: kind }));
+    const ends = lines.filter((x) => x.sides.length === 1).map((x) => inwards(x.sides[0], share));
+    if (kind === "river" && ends.length) parts.push(s("path", { d: ends.map(([x, y]) => `M${x - 11} ${y}a11 11 0 1 0 22 0a11 11 0 1 0-22 0`).join(""), class: "lake" }));
   }
-  if (hamlet(tile)) parts.push(s("path", { d: "M41 41h18v18h-18z", class: "hamlet" }), s("path", { d: "M41 41l6 9-6 9M59 41l-6 9 6 9M47 50h6", class: "hamlet-ridge" }));
+  if (hamlet(tile)) parts.push(s("path", { d: "M41 41h18v18h-18zM41 41l6 9-6 9M59 41l-6 9 6 9M47 50h6", class: "hamlet" }));
+  const cities = tile.segments.filter((x) => x.kind === "city");
+  const slimCap = cities.length > 1 && cities.some((x) => x.sides.length > 1);
+  const shapes = cities.map((x) => cityShape(x.sides, x.sides.length > 1 ? cities.length > 1 : slimCap));
+  if (shapes.length) {
+    parts.push(s("path", { d: shapes.map(([path, , rotation]) => turnPath(path, rotation)).join(""), class: "city" }));
+    const wall = shapes.map(([, wall, rotation]) => turnPath(wall, rotation)).join("");
+    if (wall) parts.push(s("path", { d: wall, class: "wall" }), s("path", { d: wall, class: "battlements" }));
+  }
   parts.push(s("rect", { width: 100, height: 100, class: "tile-border" }));
   return parts;
 }
@@ -305,9 +299,9 @@ function markedSymbol(tile, rotation) {
   const id = `tile-${tile.id}-${rotation}`;
   if (!shared.made.has(id)) {
     shared.made.add(id);
+    const ground = [...shared.defs.querySelector(`[id="tile-${CSS.escape(tile.id)}"]`).children].map((x) => x.cloneNode(true));
     shared.defs.append(s("symbol", { id, viewBox: "0 0 100 100", width: 100, height: 100 },
-      s("use", { href: "#tile-" + tile.id, width: 100, height: 100, transform: rotation ? `rotate(${rotation} 50 50)` : null }),
-      markElements(tile, rotation)));
+      rotation ? s("g", { transform: `rotate(${rotation} 50 50)` }, ground) : ground, markElements(tile, rotation)));
   }
   return id;
 }
