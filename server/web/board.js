@@ -3,7 +3,7 @@
 // what it is given; which cells and spots are legal always comes from the server.
 
 import { h, s, SEAT_COLOURS } from "./dom.js";
-import { spotPoints, rotatePoint, tileDefs, tileUse } from "./tiles.js";
+import { figureShape, spotKind, spotPoints, rotatePoint, tileDefs, tileUse } from "./tiles.js";
 
 const MIN_SPAN = 250;
 const MAX_SPAN = 6000;
@@ -17,18 +17,6 @@ function ensureDefs(tiles) {
   if (document.getElementById("tile-defs")) return;
   const holder = s("svg", { id: "tile-defs", width: 0, height: 0, "aria-hidden": "true", class: "defs" }, tileDefs(tiles));
   document.body.append(holder);
-}
-
-/** A figure's outline: a meeple, a larger one for the big meeple, a hooded one for the abbot. */
-function figureShape(kind, colour, [x, y], label) {
-  const scale = kind === "big" ? 1.35 : 1;
-  const meeple = "M0 -12a4.5 4.5 0 1 1 0.01 0M-4 -7h8l7 5-2 3-5-2 4 12h-6l-2-5-2 5h-6l4-12-5 2-2-3z";
-  const abbot = "M0 -13a4.5 4.5 0 1 1 0.01 0M-5 -8h10l3 19h-16z";
-  return s("path", {
-    d: kind === "abbot" ? abbot : meeple,
-    transform: `translate(${x} ${y}) scale(${scale})`,
-    fill: colour, class: "figure",
-  }, s("title", { text: label }));
 }
 
 export class Board {
@@ -126,9 +114,9 @@ export class Board {
     return { minX: Math.min(...xs), maxX: Math.max(...xs), minY: Math.min(...ys), maxY: Math.max(...ys) };
   }
 
-  /** Where a spot of the tile at (x, y) is, in board units. */
-  spotAt(x, y, spot, fallback) {
-    const [id, rotation] = this.cells.get(x + "," + y) || fallback || [];
+  /** Where a spot of the tile at (x, y) is, in board units; `tile` is `[id, rotation]` if known. */
+  spotAt(x, y, spot, tile) {
+    const [id, rotation] = tile || this.cells.get(x + "," + y) || [];
     const tile = this.tiles.get(id);
     const point = tile && spotPoints(tile)[spot];
     const [px, py] = point ? rotatePoint(point, rotation) : [50, 50];
@@ -136,7 +124,9 @@ export class Board {
   }
 
   figure({ player, figure, x, y, spot, label }, last) {
-    const shape = figureShape(figure, SEAT_COLOURS[player % SEAT_COLOURS.length], this.spotAt(x, y, spot), label || `${figure} of seat ${player + 1}`);
+    const [id] = this.cells.get(x + "," + y) || [];
+    const lying = spotKind(this.tiles.get(id), spot) === "field";
+    const shape = figureShape(figure, SEAT_COLOURS[player % SEAT_COLOURS.length], this.spotAt(x, y, spot), label || `${figure} of seat ${player + 1}`, { lying });
     const fresh = last?.figure && last.figure.x === x && last.figure.y === y && last.figure.spot === spot;
     if (fresh) shape.classList.add("last-figure");
     return shape;
@@ -158,19 +148,15 @@ export class Board {
    */
   spot({ x, y, spot, label, onpick, kind = "spot", chosen = false }) {
     const [cx, cy] = this.spotAt(x, y, spot);
-    const reach = Math.max(11, (TOUCH_TARGET_PX / 2) * this.unitsPerPixel());
+    const { reach, dot } = this.spotRadii();
     return s("g", {
       class: kind + (chosen ? " chosen" : ""), tabindex: "0", role: "button", "aria-label": label, "aria-pressed": chosen ? "true" : "false",
       "data-spot": spot, "data-cell": x + "," + y,
       onclick: (event) => !this.dragged && onpick(event),
       onkeydown: (event) => (event.key === "Enter" || event.key === " ") && (event.preventDefault(), onpick(event)),
-    }, s("title", { text: label }), s("circle", { cx, cy, r: reach, class: "spot-reach" }), s("circle", { cx, cy, r: Math.min(reach, 9), class: "spot-dot" }));
+    }, s("title", { text: label }), s("circle", { cx, cy, r: reach, class: "spot-reach" }), s("circle", { cx, cy, r: dot, class: "spot-dot" }));
   }
 
-  /** Where the centre of a spot is on screen, for arrow keys that move spatially. */
-  spotCentre(x, y, spot) {
-    return this.spotAt(x, y, spot);
-  }
 
   /** Shows the whole board and every target. */
   fit() {
@@ -209,11 +195,17 @@ export class Board {
     const { x, y, span } = this.view;
     this.svg.setAttribute("viewBox", `${x - span / 2} ${y - span / 2} ${span} ${span}`);
     // Spots stay a finger's width whatever the zoom.
-    const reaches = this.targetLayer.querySelectorAll(".spot-reach");
-    if (reaches.length) {
-      const reach = String(Math.max(11, (TOUCH_TARGET_PX / 2) * this.unitsPerPixel()));
-      for (const circle of reaches) circle.setAttribute("r", reach);
+    if (this.targetLayer.querySelector(".spot-reach")) {
+      const { reach, dot } = this.spotRadii();
+      for (const circle of this.targetLayer.querySelectorAll(".spot-reach")) circle.setAttribute("r", reach);
+      for (const circle of this.targetLayer.querySelectorAll(".spot-dot")) circle.setAttribute("r", dot);
     }
+  }
+
+  /** A spot's reach (a finger wide on screen) and its visible dot, in board units. */
+  spotRadii() {
+    const perPixel = this.unitsPerPixel();
+    return { reach: Math.max(11, (TOUCH_TARGET_PX / 2) * perPixel), dot: Math.min(9, Math.max(3, 7 * perPixel)) };
   }
 
   /** Board units per screen pixel (the board keeps its aspect ratio, "meet"). */

@@ -6,8 +6,8 @@ import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName
 import { Board } from "./board.js";
 import { GameConnection } from "./connection.js";
 import { h, mount, announce, SEAT_COLOUR_NAMES } from "./dom.js";
-import { tileIcon } from "./tiles.js";
-import { describe, rulesText, scoredWords, tileWords, spotKind, spotWords, figureWords, placeWords, count, names, clockText } from "./words.js";
+import { tileIcon, spotKind } from "./tiles.js";
+import { describe, rulesText, scoredWords, tileWords, spotWords, figureWords, placeWords, count, names, clockText } from "./words.js";
 import { yourTurn, clearSignals, soundOn, setSound } from "./signals.js";
 import { scoreTable } from "./scoring.js";
 import { remainingList } from "./remaining.js";
@@ -175,6 +175,11 @@ export class GameView {
     return `${this.name(player)}'s ${figureWords(figure, kind).replace(/^(a|the) /, "")} ${placeWords(kind)}`;
   }
 
+  /** A tile in words, as this game's rules make it. */
+  tileWords(id) {
+    return tileWords(this.tiles.get(id), this.connection.state?.rules);
+  }
+
   /** The kind of feature a spot of the tile at `pos` is. */
   kindAt(pos, spot) {
     const entry = this.connection.state?.game?.board.find(([x, y]) => x === pos?.x && y === pos?.y);
@@ -215,9 +220,25 @@ export class GameView {
     return !!a && !!b && a.type === b.type && a.spot === b.spot && a.figure === b.figure && a.x === b.x && a.y === b.y;
   }
 
+  /** Where a spot of the tile at (x, y) is on the board, from the state (not the last drawing). */
+  spotCentre(x, y, spot) {
+    const entry = this.connection.state.game.board.find(([bx, by]) => bx === x && by === y);
+    return this.board.spotAt(x, y, spot, entry ? [entry[2], entry[3]] : undefined);
+  }
+
+  /** The act phase's moves with their words, told apart by where they are when two read alike. */
+  namedActMoves() {
+    const moves = this.actMoves().map((move) => ({ move, ...this.moveAt(move) }));
+    for (const entry of moves) {
+      if (moves.filter((other) => other.words === entry.words).length < 2) continue;
+      const [px, py] = this.spotCentre(entry.x, entry.y, entry.move.spot);
+      entry.words += ` (${sideWords(px - entry.x * 100, py - entry.y * 100)})`;
+    }
+    return moves;
+  }
+
   figureSpots(view) {
-    view.spots = this.actMoves().map((move) => {
-      const { x, y, words } = this.moveAt(move);
+    view.spots = this.namedActMoves().map(({ move, x, y, words }) => {
       const chosen = this.sameMove(move, this.chosen);
       return { x, y, spot: move.spot, label: words, kind: move.type === "festival_return" ? "spot festival" : "spot", chosen, onpick: () => this.choose(move) };
     });
@@ -243,7 +264,7 @@ export class GameView {
     const placed = this.lastPlacement(x, y);
     if (placed) return this.lastMoveOf(placed.event, placed.after);
     const player = (game.board.length - 2) % game.scores.length;
-    return { mark: { x, y, player }, text: `${this.name(player)} placed ${tileWords(this.tiles.get(id))}.` };
+    return { mark: { x, y, player }, text: `${this.name(player)} placed ${this.tileWords(id)}.` };
   }
 
   /** The log's `tile_placed` of the tile at (x, y) and the events of the turn after it. */
@@ -262,7 +283,7 @@ export class GameView {
 
   lastMoveOf(placed, after) {
     const mark = { x: placed.pos.x, y: placed.pos.y, player: placed.player };
-    const parts = [`${this.name(placed.player)} placed ${tileWords(this.tiles.get(placed.tile))}`];
+    const parts = [`${this.name(placed.player)} placed ${this.tileWords(placed.tile)}`];
     for (const event of after) {
       if (event.type === "figure_placed") {
         const kind = this.kindAt(event.figure.pos, event.figure.spot);
@@ -285,10 +306,10 @@ export class GameView {
     const placed = state.game.board[state.game.board.length - 1];
     const rotation = turn.phase === "place_tile" ? (this.selected ? this.selected.rotation : 0) : placed[3];
     return h("div", { class: "turn" + (mine ? " mine" : ""), "aria-live": "polite" },
-      tileIcon(this.tiles, turn.tile, rotation, `Drawn tile: ${tileWords(this.tiles.get(turn.tile))}`),
+      tileIcon(this.tiles, turn.tile, rotation, `Drawn tile: ${this.tileWords(turn.tile)}`),
       h("div", {},
         h("p", { class: "whose" }, h("span", { class: "swatch", "data-seat": turn.player, "aria-hidden": "true" }), ` ${who}: ${phase}`),
-        h("p", {}, `${tileWords(this.tiles.get(turn.tile))[0].toUpperCase()}${tileWords(this.tiles.get(turn.tile)).slice(1)} · ${count(turn.tiles_left, "tile")} left`)));
+        h("p", {}, `${this.tileWords(turn.tile)[0].toUpperCase()}${this.tileWords(turn.tile).slice(1)} · ${count(turn.tiles_left, "tile")} left`)));
   }
 
   /** The clock of `seat`: the turn's time and the reserve for the seat to move, else its reserve. */
@@ -326,15 +347,16 @@ export class GameView {
     }
     const kinds = Object.keys(legal.place_figure || {});
     const chosen = this.chosen;
+    const named = this.namedActMoves();
     return h("div", { class: "controls", role: "group", "aria-label": "Place a figure" },
       kinds.length > 1 ? h("div", { class: "figure-kinds", role: "radiogroup", "aria-label": "Figure" }, kinds.map((kind) =>
         button(kind === "big" ? "Big follower" : kind === "abbot" ? "Abbot" : "Follower", () => { this.figureKind = kind; this.chosen = null; this.render(); },
           { role: "radio", "aria-checked": String(kind === this.figureKind), "data-kind": kind }))) : null,
       h("p", { class: "hint" }, chosen ? "Confirm, or choose another spot." : "Choose a spot on the tile (arrow keys), then confirm; or pass."),
-      h("div", { class: "moves" }, this.actMoves().map((move) =>
-        button(this.moveAt(move).words, () => this.choose(move), { "data-move": move.type, "data-spot": move.spot, "aria-pressed": String(this.sameMove(move, chosen)) }))),
+      h("div", { class: "moves" }, named.map(({ move, words }) =>
+        button(words, () => this.choose(move), { "data-move": move.type, "data-spot": move.spot, "aria-pressed": String(this.sameMove(move, chosen)) }))),
       chosen ? h("div", { class: "confirm" },
-        button(`Confirm: ${this.moveAt(chosen).words.replace(/^./, (c) => c.toLowerCase())}`, () => this.confirmChoice(), { class: "primary", "data-action": "confirm" }),
+        button(`Confirm: ${(named.find(({ move }) => this.sameMove(move, chosen))?.words ?? "").replace(/^./, (c) => c.toLowerCase())}`, () => this.confirmChoice(), { class: "primary", "data-action": "confirm" }),
         button("Undo", () => { this.chosen = null; this.render(); }, { "data-action": "undo" })) : null,
       legal.recall_abbot ? button("Recall the abbot", () => this.connection.command({ type: "recall_abbot" }), { "data-action": "recall" }) : null,
       legal.pass ? button("Pass: no figure (P)", () => this.connection.command({ type: "pass" }), { "data-action": "pass" }) : null);
@@ -520,7 +542,8 @@ export class GameView {
   /** Picks a figure move: it shows on the board, and is sent only when confirmed. */
   choose(move) {
     this.chosen = move;
-    announce(`${this.moveAt(move).words}: confirm with Enter`);
+    const words = this.namedActMoves().find((entry) => this.sameMove(entry.move, move))?.words ?? "";
+    announce(`${words}: confirm with Enter`);
     this.render();
   }
 
@@ -564,7 +587,7 @@ export class GameView {
   stepSpot(arrow) {
     const moves = this.actMoves().map((move) => {
       const { x, y } = this.moveAt(move);
-      const [px, py] = this.board.spotCentre(x, y, move.spot);
+      const [px, py] = this.spotCentre(x, y, move.spot);
       return { at: [px / 100, py / 100], value: move };
     });
     if (!moves.length) return;
@@ -618,7 +641,7 @@ export class GameView {
   }
 
   renderLog() {
-    const words = { name: (seat) => this.name(seat), tiles: this.tiles, kindAt: (pos, spot) => this.kindAt(pos, spot) };
+    const words = { name: (seat) => this.name(seat), tiles: this.tiles, kindAt: (pos, spot) => this.kindAt(pos, spot), rules: this.connection.state?.rules };
     const lines = [];
     for (const seq of [...this.entries.keys()].sort((a, b) => b - a)) {
       const events = this.entries.get(seq);
@@ -648,6 +671,13 @@ export function nearestInDirection(points, from, [dx, dy], anywhere = false) {
     if (cost < bestCost) [best, bestCost] = [point.value, cost];
   }
   return best;
+}
+
+/** Where a point of a tile is, in words: "top", "bottom left", "middle". */
+function sideWords(x, y) {
+  const row = y < 35 ? "top" : y > 65 ? "bottom" : "";
+  const column = x < 35 ? "left" : x > 65 ? "right" : "";
+  return [row, column].filter(Boolean).join(" ") || "middle";
 }
 
 /** A selector that finds the same control again after a redraw, if it has a stable name. */

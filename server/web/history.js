@@ -6,8 +6,8 @@
 import { api } from "./api.js";
 import { Board } from "./board.js";
 import { h, mount } from "./dom.js";
-import { rulesText, tileWords, spotKind, figureWords, placeWords } from "./words.js";
-import { tileIcon } from "./tiles.js";
+import { rulesText, tileWords, figureWords, placeWords } from "./words.js";
+import { tileIcon, spotKind } from "./tiles.js";
 import { scoreTable } from "./scoring.js";
 
 export class HistoryView {
@@ -144,9 +144,9 @@ export class MatchView {
         button("First", "First turn", 0), button("◀", "Previous turn", step - 1),
         h("span", { class: "step", "aria-live": "polite" }, `Turn ${step} of ${record.turns.length}`),
         button("▶", "Next turn", step + 1), button("Last", "Last turn", record.turns.length)),
-      turn ? h("div", { class: "turn" }, tileIcon(this.tiles, turn.tile, turn.rotation, tileWords(this.tiles.get(turn.tile))),
+      turn ? h("div", { class: "turn" }, tileIcon(this.tiles, turn.tile, turn.rotation, tileWords(this.tiles.get(turn.tile), match.rules)),
         h("p", { class: "last-move-text" }, h("span", { class: "swatch", "data-seat": mover, "aria-hidden": "true" }),
-          ` ${names[mover]} placed ${tileWords(this.tiles.get(turn.tile))}; ${this.actionText(turn)}.`)) : h("p", {}, "The start tile."),
+          ` ${names[mover]} placed ${tileWords(this.tiles.get(turn.tile), match.rules)}; ${this.actionText(turn)}.`)) : h("p", {}, "The start tile."),
       h("ol", { class: "players", "aria-label": "Scores" }, match.seats.map((seat) => h("li", { class: "player" },
         h("span", { class: "swatch", "data-seat": seat.seat, "aria-hidden": "true" }),
         h("span", { class: "name" }, seat.display_name + (last && seat.winner ? " ★ winner" : "")),
@@ -158,7 +158,8 @@ export class MatchView {
 
 /** A finish time in the viewer's own time zone, saying which. */
 function localTime(iso) {
-  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short", timeZoneName: "short" });
+  // (dateStyle cannot be combined with timeZoneName: the fields are named one by one.)
+  return new Date(iso).toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" });
 }
 
 function removeWhere(list, test) {

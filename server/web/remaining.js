@@ -22,7 +22,7 @@ export function remainingList(tiles, rules, game) {
   const rows = tilesRemaining(tiles, rules, game).filter((row) => row.left > 0);
   return h("details", { class: "remaining" },
     h("summary", {}, `Tiles to come: ${game.turn?.tiles_left ?? 0} in the stack`),
-    h("ul", { class: "remaining-list" }, rows.map(({ id, left }) => h("li", { title: tileWords(tiles.get(id)) },
-      s("svg", { viewBox: "0 0 100 100", class: "tile-mini", role: "img", "aria-label": tileWords(tiles.get(id)) }, s("use", { href: "#tile-" + id })),
+    h("ul", { class: "remaining-list" }, rows.map(({ id, left }) => h("li", { title: tileWords(tiles.get(id), rules) },
+      s("svg", { viewBox: "0 0 100 100", class: "tile-mini", role: "img", "aria-label": tileWords(tiles.get(id), rules) }, s("use", { href: "#tile-" + id })),
       h("span", {}, "×" + left)))));
 }

@@ -2,6 +2,8 @@
 // named (city, road, field, monastery, garden), figures by the role they take on a
 // feature; no tile letters or coordinates, which mean nothing on a board without them.
 
+import { spotKind } from "./tiles.js";
+
 /** "1 point", "2 points". */
 export function count(number, one, many = one + "s") {
   return `${number} ${number === 1 ? one : many}`;
@@ -14,10 +16,14 @@ export function names(list) {
 
 const FEATURE_ORDER = ["city", "road", "monastery", "garden", "river"];
 
-/** "a city tile", "a tile with a city and a road", "a monastery tile with a road". */
-export function tileWords(tile) {
+/**
+ * "a city tile", "a tile with a city and a road". Gardens count only in games with the
+ * Abbot expansion (`rules`); elsewhere a garden is field.
+ */
+export function tileWords(tile, rules = null) {
   if (!tile) return "a tile";
-  const kinds = FEATURE_ORDER.filter((kind) => tile.segments.some((segment) => segment.kind === kind));
+  const gardens = !rules || (rules.expansions || []).includes("abbot");
+  const kinds = FEATURE_ORDER.filter((kind) => (gardens || kind !== "garden") && tile.segments.some((segment) => segment.kind === kind));
   const extras = [
     tile.segments.some((segment) => segment.pennants) ? "a shield" : null,
     tile.segments.some((segment) => segment.inn) ? "an inn" : null,
@@ -26,11 +32,6 @@ export function tileWords(tile) {
   ].filter(Boolean);
   const main = kinds.length === 0 ? "a field tile" : kinds.length === 1 ? `a ${kinds[0]} tile` : `a tile with ${names(kinds.map((kind) => "a " + kind))}`;
   return extras.length ? `${main} (${names(extras)})` : main;
-}
-
-/** The kind of feature a spot of a tile is on: city, road, field, monastery, garden. */
-export function spotKind(tile, spot) {
-  return tile?.segments.find((segment) => segment.spot === spot)?.kind ?? "feature";
 }
 
 const ROLES = { city: "knight", road: "thief", field: "farmer", monastery: "monk", garden: "gardener" };
@@ -59,7 +60,7 @@ export function spotWords(tile, spot, figure) {
  * One event in words, or null for those not worth a line. `name(seat)` names a seat,
  * `tiles` is the catalogue, `kindAt(pos, spot)` the kind of feature a spot on the board is.
  */
-export function describe(event, { name, tiles, kindAt }) {
+export function describe(event, { name, tiles, kindAt, rules }) {
   const where = (figure) => kindAt(figure.pos, figure.spot);
   switch (event.type) {
     case "seat_taken": return `${event.name} took seat ${event.seat + 1}${event.bot ? ` (${event.bot} bot)` : ""}`;
@@ -72,13 +73,13 @@ export function describe(event, { name, tiles, kindAt }) {
     case "seat_reclaimed": return `${name(event.seat)} is back`;
     case "game_abandoned": return "No person is left playing: the game ended as it stood";
     case "turn_timed_out": return `${name(event.seat)}'s time ran out; a bot finishes the turn`;
-    case "tile_placed": return `${name(event.player)} placed ${tileWords(tiles.get(event.tile))}`;
+    case "tile_placed": return `${name(event.player)} placed ${tileWords(tiles.get(event.tile), rules)}`;
     case "figure_placed": return `${name(event.figure.player)} put ${figureWords(event.figure.figure, where(event.figure))} ${placeWords(where(event.figure))}`;
     case "passed": return `${name(event.player)} placed no figure`;
     case "abbot_recalled": return `${name(event.figure.player)} took the abbot back: ${count(event.points, "point")}`;
     case "figure_taken_back": return `${name(event.figure.player)} took back ${figureWords(event.figure.figure, where(event.figure))} (festival)`;
     case "feature_scored": return scoredWords(event, name);
-    case "tile_discarded": return `${tileWords(tiles.get(event.tile))} fits nowhere and was put aside`.replace(/^a/, "A");
+    case "tile_discarded": return `${tileWords(tiles.get(event.tile), rules)} fits nowhere and was put aside`.replace(/^a/, "A");
     case "game_over": return `Game over: ${names(event.winners.map(name))} ${event.winners.length > 1 ? "win" : "wins"}`;
     default: return null;
   }

@@ -287,6 +287,33 @@ fn axe_core_source() -> Option<String> {
     }
 }
 
+/// Where the tests save screenshots: `target/browser-screenshots` (or under
+/// `CARGO_TARGET_DIR`).
+pub fn screenshot_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("browser-screenshots")
+}
+
+/// How many distinct colours a PNG has, and the share of its pixels that differ from
+/// its most common colour: a blank page has one colour and no such pixels.
+pub fn picture_variety(png_bytes: &[u8]) -> (usize, f64) {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buffer = vec![0; reader.output_buffer_size().expect("a buffer size")];
+    let info = reader.next_frame(&mut buffer).expect("a frame");
+    let channels = info.color_type.samples();
+    let pixels = &buffer[..info.buffer_size()];
+    let mut counts = std::collections::HashMap::<&[u8], usize>::new();
+    for pixel in pixels.chunks_exact(channels) {
+        *counts.entry(&pixel[..channels.min(3)]).or_default() += 1;
+    }
+    let total = pixels.len() / channels;
+    let most = counts.values().copied().max().unwrap_or(0);
+    (counts.len(), 1.0 - most as f64 / total.max(1) as f64)
+}
+
 /// What the home page's create form is filled with.
 pub struct NewLobby<'a> {
     pub player: &'a str,
