@@ -114,9 +114,9 @@ export class Board {
     return { minX: Math.min(...xs), maxX: Math.max(...xs), minY: Math.min(...ys), maxY: Math.max(...ys) };
   }
 
-  /** Where a spot of the tile at (x, y) is, in board units; `tile` is `[id, rotation]` if known. */
-  spotAt(x, y, spot, tile) {
-    const [id, rotation] = tile || this.cells.get(x + "," + y) || [];
+  /** Where a spot of the tile at (x, y) is, in board units; `known` is `[id, rotation]` if known. */
+  spotAt(x, y, spot, known) {
+    const [id, rotation] = known || this.cells.get(x + "," + y) || [];
     const tile = this.tiles.get(id);
     const point = tile && spotPoints(tile)[spot];
     const [px, py] = point ? rotatePoint(point, rotation) : [50, 50];

@@ -208,6 +208,10 @@ impl Browser {
 
     /// Taps `element` with a finger (a touch pointer), as on a phone.
     pub async fn tap(&self, element: &Element) {
+        self.try_tap(element).await.expect("a tap");
+    }
+
+    async fn try_tap(&self, element: &Element) -> Result<(), fantoccini::error::CmdError> {
         let finger = TouchActions::new("finger".to_owned())
             .then(PointerAction::MoveToElement {
                 element: element.clone(),
@@ -221,17 +225,23 @@ impl Browser {
             .then(PointerAction::Up {
                 button: MOUSE_BUTTON_LEFT,
             });
-        self.client
-            .perform_actions(finger)
-            .await
-            .expect("a tap");
+        let tapped = self.client.perform_actions(finger).await;
         let _ = self.client.release_actions().await;
+        tapped
     }
 
-    /// Taps the element matching `css`, waiting for it first.
+    /// Taps the element matching `css`, waiting for it first. The panel is redrawn on
+    /// every change, so an element found may be replaced before the tap: find it again.
     pub async fn tap_on(&self, css: &str) {
-        let element = self.wait_for(css).await;
-        self.tap(&element).await;
+        for _ in 0..10 {
+            let element = self.wait_for(css).await;
+            match self.try_tap(&element).await {
+                Ok(()) => return,
+                Err(error) if error.to_string().contains("stale element") => continue,
+                Err(error) => panic!("cannot tap {css}: {error}"),
+            }
+        }
+        panic!("{css} was redrawn under every tap");
     }
 
     /// The violations of the WCAG 2.2 A and AA rules that axe-core finds on the page now,
