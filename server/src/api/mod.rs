@@ -1,7 +1,7 @@
 //! The REST API under `/api`, with its OpenAPI document generated from the handlers.
 
-pub mod extract;
 pub mod events;
+pub mod extract;
 pub mod lobbies;
 pub mod matches;
 pub mod players;

@@ -10,7 +10,8 @@ use super::matches::insert_matches;
 use super::{DbRow, STORED_AT, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
 use crate::{
-    FinalChange, FinishedMatch, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError, StoredAt,
+    FinalChange, FinishedMatch, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError,
+    StoredAt,
 };
 
 /// The three reads of live games, all selecting their lobbies by one condition.
@@ -289,10 +290,14 @@ impl SqlStore {
     /// one snapshot so that they agree.
     pub(crate) async fn game_log(&self, id: Uuid) -> Result<Option<GameLog>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
-        let lobby = sqlx::query(concat!("SELECT ", lobby_columns!(), " FROM lobbies WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let lobby = sqlx::query(concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
         let Some(lobby) = lobby else {
             tx.commit().await?;
             return Ok(None);

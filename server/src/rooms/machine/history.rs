@@ -31,7 +31,10 @@ pub struct LogPage {
 /// The updates of `log` with a `seq` above `after_seq`, at most `limit` of them, in
 /// `seq` order.
 pub fn log_page(log: GameLog, after_seq: u64, limit: usize) -> Result<LogPage, String> {
-    let mut updates = rebuild(log, after_seq.saturating_add(limit as u64).saturating_add(1))?;
+    let mut updates = rebuild(
+        log,
+        after_seq.saturating_add(limit as u64).saturating_add(1),
+    )?;
     updates.retain(|update| update.seq > after_seq);
     let more = updates.len() > limit;
     updates.truncate(limit);
@@ -72,7 +75,9 @@ pub fn rebuild(log: GameLog, until: u64) -> Result<Vec<LoggedUpdate>, String> {
         if row.seq > until {
             break;
         }
-        let replay = replay.as_mut().ok_or("a move in a game that never started")?;
+        let replay = replay
+            .as_mut()
+            .ok_or("a move in a game that never started")?;
         let events = replay.play(row)?;
         updates.push(events);
     }
@@ -121,7 +126,9 @@ impl MoveReplay {
         let events: Vec<Value> =
             serde_json::from_str(text).map_err(|error| format!("stored events: {error}"))?;
         for event in events {
-            let seat = event["seat"].as_u64().and_then(|seat| u8::try_from(seat).ok());
+            let seat = event["seat"]
+                .as_u64()
+                .and_then(|seat| u8::try_from(seat).ok());
             let Some(row) = seat.and_then(|seat| self.seats.iter_mut().find(|s| s.seat == seat))
             else {
                 continue;
@@ -145,9 +152,11 @@ impl MoveReplay {
     /// Plays a stored move: its update's events, as [`RoomMachine::apply`] made them.
     fn play(&mut self, row: MoveRow) -> Result<LoggedUpdate, String> {
         let mut events = Vec::new();
-        let announced = self.last.as_ref().is_some_and(|last| {
-            last.seat == row.seat && last.origin == MoveOrigin::Timeout
-        }) && !matches!(row.mv, Move::PlaceTile { .. });
+        let announced = self
+            .last
+            .as_ref()
+            .is_some_and(|last| last.seat == row.seat && last.origin == MoveOrigin::Timeout)
+            && !matches!(row.mv, Move::PlaceTile { .. });
         if row.origin == MoveOrigin::Timeout && !announced {
             let timeouts = self.clocks.streak(row.seat).0 + 1;
             events.push(text(json!({ "type": "turn_timed_out", "seat": row.seat,

@@ -108,7 +108,11 @@ impl Change {
                     .chain(opening.iter().map(event_json))
                     .collect()
             }
-            Change::SeatChanged { row, reason, result } => {
+            Change::SeatChanged {
+                row,
+                reason,
+                result,
+            } => {
                 let changed = text(json!({ "type": reason.event_name(), "seat": row.seat }));
                 let abandoned = result
                     .is_some()

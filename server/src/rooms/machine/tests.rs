@@ -492,7 +492,9 @@ fn the_rebuilt_event_log_is_every_update_s_events_to_the_byte() {
     let cy = machine.seats()[2].token_hash.clone();
     let leave = machine.leave(&cy).unwrap();
     rec.commit(&mut machine, leave, now);
-    let bot = machine.add_bot(CREATOR, BotLevel::Random, None, now).unwrap();
+    let bot = machine
+        .add_bot(CREATOR, BotLevel::Random, None, now)
+        .unwrap();
     rec.commit(&mut machine, bot, now);
     let start = machine.start(CREATOR, draw(), now).unwrap();
     rec.commit(&mut machine, start, now);
@@ -573,7 +575,11 @@ fn the_rebuilt_event_log_is_every_update_s_events_to_the_byte() {
         loop {
             let page = history::log_page(rec.log(&machine), after, limit).unwrap();
             assert!(page.items.len() <= limit);
-            paged.extend(page.items.iter().map(|u| (u.seq, u.events.get().to_owned())));
+            paged.extend(
+                page.items
+                    .iter()
+                    .map(|u| (u.seq, u.events.get().to_owned())),
+            );
             match page.next_after_seq {
                 Some(next) => after = next,
                 None => break,
