@@ -82,6 +82,46 @@ pub(crate) struct GameStart<'a> {
     pub deck_salt: &'a str,
     pub started_at: Millis,
     pub seq: u64,
+    /// The events of the start's update, to store with it (see [`Store::write_logged`]).
+    pub events: Option<&'a str>,
+}
+
+/// A change that is not a move, for [`Store::write_logged`].
+#[derive(Clone, Copy, Debug)]
+pub enum LoggedChange<'a> {
+    /// As [`Store::add_seat`].
+    SeatAdded(&'a SeatRow),
+    /// As [`Store::remove_seat`].
+    SeatRemoved(u8),
+    /// As [`Store::start_game`].
+    Started {
+        seats: &'a [SeatRow],
+        seed: u64,
+        deck_salt: &'a str,
+        started_at: Millis,
+    },
+    /// As [`Store::cancel_lobby`].
+    Cancelled,
+    /// As [`Store::update_seat`].
+    SeatUpdated(&'a SeatRow),
+    /// A seat change that ends the game, as [`Store::finish_game`] with
+    /// [`FinalChange::Seat`].
+    Finished {
+        seat: &'a SeatRow,
+        result: &'a FinishedMatch,
+    },
+}
+
+/// What [`Store::game_log`] reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GameLog {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    /// In `seq` order.
+    pub moves: Vec<MoveRow>,
+    /// The stored events of every other update, by `seq`, in `seq` order: each the JSON
+    /// text of an update's `events` array.
+    pub events: Vec<(u64, String)>,
 }
 
 /// The last change of a game, which [`Store::finish_game`] writes together with its
@@ -678,14 +718,34 @@ impl Store {
     /// When another node owns the lobby, this and every other call that sets a `seq`
     /// fails with [`StoreError::NotOwner`] instead, whatever the `seq`.
     pub async fn add_seat(&self, lobby: Uuid, seat: &SeatRow, seq: u64) -> Result<(), StoreError> {
+        self.add_seat_with(lobby, seat, seq, None).await
+    }
+
+    async fn add_seat_with(
+        &self,
+        lobby: Uuid,
+        seat: &SeatRow,
+        seq: u64,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
         let seat = seat.clone();
-        write_on_backend!(self, "add_seat", db => db.add_seat(lobby, &seat, seq).await)
+        write_on_backend!(self, "add_seat", db => db.add_seat(lobby, &seat, seq, events.as_deref()).await)
     }
 
     /// Frees a seat of an open lobby and sets its `seq`. [`StoreError::NotFound`] when
     /// that seat is not taken.
     pub async fn remove_seat(&self, lobby: Uuid, seat: u8, seq: u64) -> Result<(), StoreError> {
-        write_on_backend!(self, "remove_seat", db => db.remove_seat(lobby, seat, seq).await)
+        self.remove_seat_with(lobby, seat, seq, None).await
+    }
+
+    async fn remove_seat_with(
+        &self,
+        lobby: Uuid,
+        seat: u8,
+        seq: u64,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
+        write_on_backend!(self, "remove_seat", db => db.remove_seat(lobby, seat, seq, events.as_deref()).await)
     }
 
     /// Starts the game: replaces the seats by `seats` (renumbered when the order was
@@ -700,7 +760,21 @@ impl Store {
         started_at: Millis,
         seq: u64,
     ) -> Result<(), StoreError> {
-        let (seats, deck_salt) = (seats.to_vec(), deck_salt.to_owned());
+        let start = GameStart {
+            seats,
+            seed,
+            deck_salt,
+            started_at,
+            seq,
+            events: None,
+        };
+        self.start_game_with(lobby, start).await
+    }
+
+    async fn start_game_with(&self, lobby: Uuid, start: GameStart<'_>) -> Result<(), StoreError> {
+        let (seats, deck_salt) = (start.seats.to_vec(), start.deck_salt.to_owned());
+        let (seed, started_at, seq) = (start.seed, start.started_at, start.seq);
+        let events = start.events.map(str::to_owned);
         write_on_backend!(self, "start_game", db => {
             let start = GameStart {
                 seats: &seats,
@@ -708,6 +782,7 @@ impl Store {
                 deck_salt: &deck_salt,
                 started_at,
                 seq,
+                events: events.as_deref(),
             };
             db.start_game(lobby, &start).await
         })
@@ -717,7 +792,16 @@ impl Store {
     /// the status becomes `Cancelled`, and an aborted game is not a match. A lobby that is
     /// already finished or cancelled is a [`StoreError::Conflict`].
     pub async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
-        write_on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq).await)
+        self.cancel_lobby_with(lobby, seq, None).await
+    }
+
+    async fn cancel_lobby_with(
+        &self,
+        lobby: Uuid,
+        seq: u64,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
+        write_on_backend!(self, "cancel_lobby", db => db.cancel_lobby(lobby, seq, events.as_deref()).await)
     }
 
     /// Rewrites a taken seat's `token_hash`, `control`, `control_seq` and `bot` (a
@@ -732,8 +816,18 @@ impl Store {
         seat: &SeatRow,
         seq: u64,
     ) -> Result<(), StoreError> {
+        self.update_seat_with(lobby, seat, seq, None).await
+    }
+
+    async fn update_seat_with(
+        &self,
+        lobby: Uuid,
+        seat: &SeatRow,
+        seq: u64,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
         let seat = seat.clone();
-        write_on_backend!(self, "update_seat", db => db.update_seat(lobby, &seat, seq).await)
+        write_on_backend!(self, "update_seat", db => db.update_seat(lobby, &seat, seq, events.as_deref()).await)
     }
 
     /// Appends an accepted command to a game's log and sets the game's `seq` to its
@@ -762,15 +856,79 @@ impl Store {
         last: FinalChange<'_>,
         result: &FinishedMatch,
     ) -> Result<(), StoreError> {
+        self.finish_game_with(game, last, result, None).await
+    }
+
+    async fn finish_game_with(
+        &self,
+        game: Uuid,
+        last: FinalChange<'_>,
+        result: &FinishedMatch,
+        events: Option<String>,
+    ) -> Result<(), StoreError> {
         let last = OwnedFinalChange::from(last);
         let result = result.clone();
         let write = self.moves.on_writer(move |backend| {
             Box::pin(async move {
                 let last = last.borrowed();
-                each_backend!(&backend, db => db.finish_game(game, last, &result).await)
+                let events = events.as_deref();
+                each_backend!(&backend, db => db.finish_game(game, last, &result, events).await)
             })
         });
         self.bounded("finish_game", write).await
+    }
+
+    /// Writes a change that is not a move, as the call of the same kind above does, and
+    /// in the same transaction the events of its update: `events` is the JSON text of
+    /// the `events` array of the `update` message with this `seq`, stored as it is. The
+    /// events of moves are not stored: replaying the move log gives them again
+    /// ([`Store::game_log`] reads both).
+    pub async fn write_logged(
+        &self,
+        lobby: Uuid,
+        change: LoggedChange<'_>,
+        seq: u64,
+        events: &str,
+    ) -> Result<(), StoreError> {
+        let events = Some(events.to_owned());
+        match change {
+            LoggedChange::SeatAdded(seat) => self.add_seat_with(lobby, seat, seq, events).await,
+            LoggedChange::SeatRemoved(seat) => {
+                self.remove_seat_with(lobby, seat, seq, events).await
+            }
+            LoggedChange::Started {
+                seats,
+                seed,
+                deck_salt,
+                started_at,
+            } => {
+                let events = events.as_deref();
+                let start = GameStart {
+                    seats,
+                    seed,
+                    deck_salt,
+                    started_at,
+                    seq,
+                    events,
+                };
+                self.start_game_with(lobby, start).await
+            }
+            LoggedChange::Cancelled => self.cancel_lobby_with(lobby, seq, events).await,
+            LoggedChange::SeatUpdated(seat) => {
+                self.update_seat_with(lobby, seat, seq, events).await
+            }
+            LoggedChange::Finished { seat, result } => {
+                let last = FinalChange::Seat { seat, seq };
+                self.finish_game_with(lobby, last, result, events).await
+            }
+        }
+    }
+
+    /// Everything a game's event log is rebuilt from, whatever its status, read in one
+    /// snapshot: the lobby, its seats, its moves and the stored events of its other
+    /// updates, both in `seq` order. `None` when there is no lobby with this id.
+    pub async fn game_log(&self, id: Uuid) -> Result<Option<GameLog>, StoreError> {
+        on_backend!(self, "game_log", db => db.game_log(id))
     }
 
     /// What the database holds of `game` at update `seq`, in one read: the game's stored

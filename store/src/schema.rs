@@ -76,6 +76,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0007_moves_keyed_by_command.sql"),
         sqlite: include_str!("../../migrations/sqlite/0007_moves_keyed_by_command.sql"),
     },
+    EmbeddedMigration {
+        version: 8,
+        description: "update events",
+        postgres: include_str!("../../migrations/postgres/0008_update_events.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0008_update_events.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

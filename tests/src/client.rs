@@ -164,6 +164,8 @@ pub struct WsClient {
     pub seat: Option<u64>,
     /// Every event of every update absorbed, in order.
     pub events: Vec<Value>,
+    /// Every update absorbed, as its `seq` and its `events` array, in order.
+    pub updates: Vec<(u64, Value)>,
     /// Messages read but not yet asked for.
     pending: VecDeque<Value>,
 }
@@ -185,6 +187,7 @@ impl WsClient {
             legal_moves: None,
             seat: None,
             events: Vec::new(),
+            updates: Vec::new(),
             pending: VecDeque::new(),
         })
     }
@@ -386,6 +389,7 @@ impl WsClient {
                 self.legal_moves = legal_moves_of(message);
                 let events = message["events"].as_array().cloned().unwrap_or_default();
                 self.events.extend(events);
+                self.updates.push((seq, message["events"].clone()));
             }
             Some("welcome") => self.seat = message["seat"].as_u64(),
             Some("your_turn") => self.legal_moves = legal_moves_of(message),

@@ -1,5 +1,6 @@
 //! The REST API under `/api`, with its OpenAPI document generated from the handlers.
 
+pub mod events;
 pub mod extract;
 pub mod lobbies;
 pub mod matches;
@@ -24,7 +25,7 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(title = "Carcassonne server", description = "Lobbies, players and match history. Play happens over WebSocket at /ws/games/{id}; see docs/protocol.md."),
     paths(
-        lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, lobbies::join_lobby,
+        lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
         players::create_player, players::show_player, matches::player_matches,
@@ -119,6 +120,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/games", get(lobbies::list_games))
         .route("/lobbies/{id}", get(lobbies::show_lobby))
+        .route("/lobbies/{id}/events", get(events::lobby_events))
         .route("/lobbies/{id}/join", post(lobbies::join_lobby))
         .route("/lobbies/{id}/leave", post(lobbies::leave_lobby))
         .route("/lobbies/{id}/start", post(lobbies::start_lobby))

@@ -19,7 +19,7 @@
 //! acquire timeout and a second, whatever the database does.
 
 use crate::rooms::machine::Change;
-use carcassonne_store::{FinalChange, Store, StoreError, StoredAt};
+use carcassonne_store::{FinalChange, LoggedChange, Store, StoreError, StoredAt};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -176,32 +176,34 @@ async fn read_landing(
 /// future whole each time it is moved or boxed. That copying was a tenth of the server's
 /// time under load. Boxed one by one, a move's write allocates only the small future
 /// that hands the move to the group-commit writer.
+///
+/// Every change but a move is written with the events of its update, which nothing else
+/// could give back later (see [`Change::logged_events`]).
 pub async fn write(store: &Store, game: Uuid, change: &Change, seq: u64) -> Result<(), StoreError> {
-    match change {
-        Change::SeatTaken(row) => Box::pin(store.add_seat(game, row, seq)).await,
-        Change::SeatFreed(seat) => Box::pin(store.remove_seat(game, *seat, seq)).await,
-        Change::Cancelled(_) => Box::pin(store.cancel_lobby(game, seq)).await,
-        Change::Started { lobby, seats, .. } => {
-            let (seed, started_at) = (lobby.seed.unwrap_or_default(), lobby.started_at);
-            let salt = lobby.deck_salt.as_deref().unwrap_or_default();
-            let started_at = started_at.unwrap_or_default();
-            Box::pin(store.start_game(game, seats, seed, salt, started_at, seq)).await
-        }
+    let logged = match change {
         Change::Moved {
             row,
             last: Some(last),
-        } => Box::pin(store.finish_game(game, FinalChange::Move(row), &last.result)).await,
-        Change::Moved { row, .. } => Box::pin(store.append_move(game, row)).await,
+        } => return Box::pin(store.finish_game(game, FinalChange::Move(row), &last.result)).await,
+        Change::Moved { row, .. } => return Box::pin(store.append_move(game, row)).await,
+        Change::SeatTaken(row) => LoggedChange::SeatAdded(row),
+        Change::SeatFreed(seat) => LoggedChange::SeatRemoved(*seat),
+        Change::Cancelled(_) => LoggedChange::Cancelled,
+        Change::Started { lobby, seats, .. } => LoggedChange::Started {
+            seats,
+            seed: lobby.seed.unwrap_or_default(),
+            deck_salt: lobby.deck_salt.as_deref().unwrap_or_default(),
+            started_at: lobby.started_at.unwrap_or_default(),
+        },
         Change::SeatChanged {
             row,
             result: Some(result),
             ..
-        } => {
-            let last = FinalChange::Seat { seat: row, seq };
-            Box::pin(store.finish_game(game, last, result)).await
-        }
-        Change::SeatChanged { row, .. } => Box::pin(store.update_seat(game, row, seq)).await,
-    }
+        } => LoggedChange::Finished { seat: row, result },
+        Change::SeatChanged { row, .. } => LoggedChange::SeatUpdated(row),
+    };
+    let events = change.logged_events_text().unwrap_or_default();
+    Box::pin(store.write_logged(game, logged, seq, &events)).await
 }
 
 #[cfg(test)]

@@ -139,10 +139,12 @@ impl SqlStore {
         lobby: Uuid,
         seat: &SeatRow,
         seq: u64,
+        events: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         advance_open_lobby(&mut tx, lobby, seq).await?;
         insert_seat(&mut tx, lobby, seat).await?;
+        insert_events(&mut tx, lobby, seq, events).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -152,6 +154,7 @@ impl SqlStore {
         lobby: Uuid,
         seat: u8,
         seq: u64,
+        events: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         advance_open_lobby(&mut tx, lobby, seq).await?;
@@ -164,6 +167,7 @@ impl SqlStore {
             // Dropping the transaction rolls back the seq update too.
             return Err(StoreError::NotFound);
         }
+        insert_events(&mut tx, lobby, seq, events).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -201,13 +205,19 @@ impl SqlStore {
         for seat in start.seats {
             insert_seat(&mut tx, lobby, seat).await?;
         }
+        insert_events(&mut tx, lobby, start.seq, start.events).await?;
         tx.commit().await?;
         Ok(())
     }
 
     /// Cancels an open lobby or aborts a game in play: both end as `cancelled`, which
     /// `lobbies.status` already allows, so that SQLite's CHECK constraint need not change.
-    pub(crate) async fn cancel_lobby(&self, lobby: Uuid, seq: u64) -> Result<(), StoreError> {
+    pub(crate) async fn cancel_lobby(
+        &self,
+        lobby: Uuid,
+        seq: u64,
+        events: Option<&str>,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         let updated = sqlx::query(
             "UPDATE lobbies SET status = 'cancelled', seq = $1 \
@@ -218,6 +228,7 @@ impl SqlStore {
         .execute(&mut *tx)
         .await?;
         ensure_lobby_updated(&mut tx, updated.rows_affected(), lobby, LIVE, seq).await?;
+        insert_events(&mut tx, lobby, seq, events).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -229,10 +240,12 @@ impl SqlStore {
         lobby: Uuid,
         seat: &SeatRow,
         seq: u64,
+        events: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         advance_live_lobby(&mut tx, lobby, seq).await?;
         rewrite_seat(&mut tx, lobby, seat).await?;
+        insert_events(&mut tx, lobby, seq, events).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -277,6 +290,31 @@ pub(super) async fn rewrite_seat(
     if updated.rows_affected() == 0 {
         return Err(StoreError::NotFound);
     }
+    Ok(())
+}
+
+/// Stores the events of update `seq` (the JSON text of its `events` array), if given: in
+/// the transaction that writes the change, so that a change is never stored without
+/// them. The write has already advanced the lobby's `seq` to `seq`, so no other row can
+/// hold this key; an operator's leftovers are replaced rather than refused.
+pub(super) async fn insert_events(
+    tx: &mut Tx,
+    lobby: Uuid,
+    seq: u64,
+    events: Option<&str>,
+) -> Result<(), StoreError> {
+    let Some(events) = events else {
+        return Ok(());
+    };
+    sqlx::query(
+        "INSERT INTO update_events (lobby_id, seq, events) VALUES ($1, $2, $3) \
+         ON CONFLICT (lobby_id, seq) DO UPDATE SET events = excluded.events",
+    )
+    .bind(lobby)
+    .bind(fit::<u64, i64>(seq, "seq")?)
+    .bind(events)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 

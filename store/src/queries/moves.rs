@@ -5,12 +5,13 @@ use sqlx::Row;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::lobbies::{lobby_from_row, rewrite_seat, seat_from_row};
+use super::lobbies::{insert_events, lobby_from_row, rewrite_seat, seat_from_row};
 use super::matches::insert_matches;
 use super::{DbRow, STORED_AT, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
 use crate::{
-    FinalChange, FinishedMatch, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError, StoredAt,
+    FinalChange, FinishedMatch, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError,
+    StoredAt,
 };
 
 /// The three reads of live games, all selecting their lobbies by one condition.
@@ -153,6 +154,7 @@ impl SqlStore {
         game: Uuid,
         last: FinalChange<'_>,
         result: &FinishedMatch,
+        events: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         let seq = last.seq();
@@ -177,6 +179,7 @@ impl SqlStore {
             FinalChange::Move(mv) => insert_move(&mut tx, game, mv).await?,
             FinalChange::Seat { seat, .. } => rewrite_seat(&mut tx, game, seat).await?,
         }
+        insert_events(&mut tx, game, seq, events).await?;
         insert_matches(&mut tx, std::slice::from_ref(result)).await?;
         // A match is as public as its lobby was.
         sqlx::query(
@@ -279,6 +282,61 @@ impl SqlStore {
                 })
             })
             .collect()
+    }
+}
+
+impl SqlStore {
+    /// A lobby of any status with its seats, moves and stored update events, read in
+    /// one snapshot so that they agree.
+    pub(crate) async fn game_log(&self, id: Uuid) -> Result<Option<GameLog>, StoreError> {
+        let mut tx = self.begin_snapshot().await?;
+        let lobby = sqlx::query(concat!(
+            "SELECT ",
+            lobby_columns!(),
+            " FROM lobbies WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(lobby) = lobby else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let seats = sqlx::query(concat!(
+            "SELECT ",
+            seat_columns!(),
+            " FROM seats WHERE lobby_id = $1 ORDER BY seat"
+        ))
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let moves = sqlx::query(concat!(
+            "SELECT ",
+            move_columns!(),
+            " FROM moves WHERE game_id = $1 ORDER BY seq"
+        ))
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let events =
+            sqlx::query("SELECT seq, events FROM update_events WHERE lobby_id = $1 ORDER BY seq")
+                .bind(id)
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        let events = events
+            .iter()
+            .map(|row| {
+                let seq = fit(row.try_get::<i64, _>("seq")?, "seq")?;
+                Ok((seq, row.try_get::<String, _>("events")?))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Some(GameLog {
+            lobby: lobby_from_row(&lobby)?,
+            seats: seats.iter().map(seat_from_row).collect::<Result<_, _>>()?,
+            moves: moves.iter().map(move_from_row).collect::<Result<_, _>>()?,
+            events,
+        }))
     }
 }
 

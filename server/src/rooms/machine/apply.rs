@@ -8,73 +8,58 @@ use crate::rooms::view;
 impl RoomMachine {
     /// Takes a committed change into the state: the next `seq`, and the update to send.
     pub fn apply(&mut self, change: Change, now: Millis) -> Arc<Outgoing> {
+        // A change that is not a move announces the events the store keeps with it.
+        let events = change.logged_events().unwrap_or_default();
         match change {
             Change::SeatTaken(row) => {
-                let event = text(json!({ "type": "seat_taken", "seat": row.seat,
-                    "name": row.display_name, "bot": row.bot }));
                 self.seats.push(row);
                 self.seats.sort_by_key(|seat| seat.seat);
                 self.last_activity = now;
-                self.publish(vec![event], None, now)
+                self.publish(events, None, now)
             }
             Change::SeatFreed(seat) => {
                 self.seats.retain(|row| row.seat != seat);
                 self.last_activity = now;
-                self.publish(
-                    vec![text(json!({ "type": "seat_freed", "seat": seat }))],
-                    None,
-                    now,
-                )
+                self.publish(events, None, now)
             }
-            Change::Cancelled(reason) => self.apply_cancel(reason, now),
+            Change::Cancelled(reason) => self.apply_cancel(reason, events, now),
             Change::Started {
                 lobby,
                 seats,
                 game,
-                opening,
-                previous_seats,
                 randomized,
-            } => {
-                let started =
-                    text(json!({ "type": "game_started", "previous_seats": previous_seats }));
-                self.apply_start(lobby, seats, *game, started, opening, randomized, now)
-            }
+                ..
+            } => self.apply_start(lobby, seats, *game, events, randomized, now),
             Change::Moved { row, last } => self.apply_move(row, last, now),
             Change::SeatChanged {
                 row,
                 reason,
                 result,
-            } => self.apply_seat_change(row, reason, result.as_deref(), now),
+            } => self.apply_seat_change(row, reason, result.as_deref(), events, now),
         }
     }
 
-    pub(super) fn apply_cancel(&mut self, reason: CancelReason, now: Millis) -> Arc<Outgoing> {
-        let event = match reason {
-            CancelReason::Creator => {
-                text(json!({ "type": "lobby_cancelled", "reason": "creator" }))
-            }
-            CancelReason::Expired => {
-                text(json!({ "type": "lobby_cancelled", "reason": "expired" }))
-            }
-            CancelReason::Aborted { seat } => text(json!({ "type": "game_aborted", "seat": seat })),
-        };
+    pub(super) fn apply_cancel(
+        &mut self,
+        reason: CancelReason,
+        events: Vec<EventText>,
+        now: Millis,
+    ) -> Arc<Outgoing> {
         tracing::info!(?reason, "lobby cancelled");
         self.lobby.status = LobbyStatus::Cancelled;
         self.ended = true;
         if let Some(clocks) = self.clocks.as_mut() {
             clocks.stop();
         }
-        self.publish(vec![event], None, now)
+        self.publish(events, None, now)
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn apply_start(
         &mut self,
         lobby: LobbyRow,
         seats: Vec<SeatRow>,
         game: Game,
-        started: EventText,
-        opening: Vec<Event>,
+        events: Vec<EventText>,
         randomized: bool,
         now: Millis,
     ) -> Arc<Outgoing> {
@@ -89,12 +74,7 @@ impl RoomMachine {
         self.clocks = Some(Clocks::start(lobby.clock, game.players(), now));
         (self.lobby, self.seats, self.game) = (lobby, seats, Some(game));
         tracing::info!(players = self.seats.len(), rules = ?self.lobby.rules, "game started");
-        let opening = opening.iter().map(event_json);
-        self.publish(
-            std::iter::once(started).chain(opening).collect(),
-            reseated,
-            now,
-        )
+        self.publish(events, reseated, now)
     }
 
     pub(super) fn apply_move(
@@ -170,6 +150,7 @@ impl RoomMachine {
         row: SeatRow,
         reason: SeatChange,
         result: Option<&FinishedMatch>,
+        events: Vec<EventText>,
         now: Millis,
     ) -> Arc<Outgoing> {
         let seat = row.seat;
@@ -187,10 +168,8 @@ impl RoomMachine {
             }
             *slot = row;
         }
-        let mut events = vec![text(json!({ "type": reason.event_name(), "seat": seat }))];
         if let Some(result) = result {
             self.finish(result);
-            events.push(text(json!({ "type": "game_abandoned" })));
         }
         tracing::info!(seat, ?reason, "seat changed");
         self.publish(events, None, now)

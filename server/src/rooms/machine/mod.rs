@@ -34,6 +34,7 @@ use std::time::Duration;
 
 mod apply;
 mod connections;
+pub mod history;
 mod timers;
 
 #[cfg(test)]
@@ -72,6 +73,62 @@ pub enum Change {
         /// Present when this change ends the game as abandoned.
         result: Option<Box<FinishedMatch>>,
     },
+}
+
+impl Change {
+    /// The events of this change's update, unless it is a move: what the update
+    /// announces, and what the store keeps with the change (a move's events come from
+    /// replaying the move log instead, see [`crate::rooms::history`]). Made from the
+    /// change alone, before it is written, so that the stored events and the broadcast
+    /// ones are the same text.
+    pub fn logged_events(&self) -> Option<Vec<EventText>> {
+        let events = match self {
+            Change::SeatTaken(row) => vec![text(json!({ "type": "seat_taken", "seat": row.seat,
+                "name": row.display_name, "bot": row.bot }))],
+            Change::SeatFreed(seat) => vec![text(json!({ "type": "seat_freed", "seat": seat }))],
+            Change::Cancelled(reason) => vec![match reason {
+                CancelReason::Creator => {
+                    text(json!({ "type": "lobby_cancelled", "reason": "creator" }))
+                }
+                CancelReason::Expired => {
+                    text(json!({ "type": "lobby_cancelled", "reason": "expired" }))
+                }
+                CancelReason::Aborted { seat } => {
+                    text(json!({ "type": "game_aborted", "seat": seat }))
+                }
+            }],
+            Change::Started {
+                opening,
+                previous_seats,
+                ..
+            } => {
+                let started =
+                    text(json!({ "type": "game_started", "previous_seats": previous_seats }));
+                std::iter::once(started)
+                    .chain(opening.iter().map(event_json))
+                    .collect()
+            }
+            Change::SeatChanged {
+                row,
+                reason,
+                result,
+            } => {
+                let changed = text(json!({ "type": reason.event_name(), "seat": row.seat }));
+                let abandoned = result
+                    .is_some()
+                    .then(|| text(json!({ "type": "game_abandoned" })));
+                std::iter::once(changed).chain(abandoned).collect()
+            }
+            Change::Moved { .. } => return None,
+        };
+        Some(events)
+    }
+
+    /// [`Change::logged_events`] as the JSON text of the update's `events` array.
+    pub fn logged_events_text(&self) -> Option<String> {
+        let events = self.logged_events()?;
+        Some(serde_json::to_string(&events).expect("events serialize"))
+    }
 }
 
 /// A game's last move, played ahead on a copy of the game: its write carries the match's

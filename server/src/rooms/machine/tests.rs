@@ -429,3 +429,164 @@ fn check_patch(mirror: &mut Value, update: &Outgoing, machine: &RoomMachine) {
     // whole.
     assert_eq!(machine.view, machine.current_view(0));
 }
+
+/// What the store holds of a room's changes (its moves, and the events of every other
+/// change), beside the events each update carried, as the text that went out.
+#[derive(Default)]
+struct Recorder {
+    moves: Vec<MoveRow>,
+    stored: Vec<(u64, String)>,
+    sent: Vec<(u64, String)>,
+}
+
+impl Recorder {
+    /// Writes `change` as the shell does, applies it, and keeps its update's events.
+    fn commit(&mut self, machine: &mut RoomMachine, change: Change, now: Millis) {
+        let seq = machine.seq() + 1;
+        match &change {
+            Change::Moved { row, .. } => self.moves.push(row.clone()),
+            other => self.stored.push((seq, other.logged_events_text().unwrap())),
+        }
+        let update = machine.apply(change, now);
+        #[derive(serde::Deserialize)]
+        struct Sent<'a> {
+            seq: u64,
+            #[serde(borrow)]
+            events: &'a serde_json::value::RawValue,
+        }
+        let sent: Sent = serde_json::from_str(update.for_others.as_str()).unwrap();
+        assert_eq!(sent.seq, seq);
+        self.sent.push((seq, sent.events.get().to_owned()));
+    }
+
+    fn log(&self, machine: &RoomMachine) -> carcassonne_store::GameLog {
+        carcassonne_store::GameLog {
+            lobby: machine.lobby().clone(),
+            seats: machine.seats().to_vec(),
+            moves: self.moves.clone(),
+            events: self.stored.clone(),
+        }
+    }
+}
+
+#[test]
+fn the_rebuilt_event_log_is_every_update_s_events_to_the_byte() {
+    let clock = TimeControl::Turn {
+        per_turn_ms: 2_000,
+        reserve_ms: 0,
+    };
+    let mut open = lobby(clock);
+    open.seat_count = 3;
+    open.rules = Rules {
+        expansions: Expansion::ALL.to_vec(),
+        ..Rules::default()
+    };
+    let mut machine = RoomMachine::open(open, vec![seat(0, CREATOR, "Ann")], settings(), T0);
+    let mut rec = Recorder::default();
+    let mut now = T0;
+    let (join, _) = machine.join("Bob".into(), None, None, now).unwrap();
+    rec.commit(&mut machine, join, now);
+    machine.seats[1].token_hash = GUEST.into();
+    let (join, _) = machine.join("Cy".into(), None, None, now).unwrap();
+    rec.commit(&mut machine, join, now);
+    let cy = machine.seats()[2].token_hash.clone();
+    let leave = machine.leave(&cy).unwrap();
+    rec.commit(&mut machine, leave, now);
+    let bot = machine
+        .add_bot(CREATOR, BotLevel::Random, None, now)
+        .unwrap();
+    rec.commit(&mut machine, bot, now);
+    let start = machine.start(CREATOR, draw(), now).unwrap();
+    rec.commit(&mut machine, start, now);
+
+    // Seat 0 times out three turns in a row and is abandoned; a bot plays it twice, its
+    // owner comes back; later seat 1 resigns; the game is played to its last tile.
+    let (mut timeouts, mut abandoned_moves) = (3, 0);
+    while !machine.ended() {
+        now += 10;
+        if let Some(change) = machine.due_change(now) {
+            rec.commit(&mut machine, change, now);
+            continue;
+        }
+        if let Some(job) = machine.bot_job() {
+            let mv = job.view.game().legal_moves()[0];
+            let change = machine.bot_move(&job, mv, now).unwrap();
+            rec.commit(&mut machine, change, now);
+            if machine.seats()[0].control == SeatControl::Abandoned && job.seat == 0 {
+                abandoned_moves += 1;
+                if abandoned_moves == 4 {
+                    machine.connect(Some(CREATOR), None, None, now).unwrap();
+                }
+            }
+            continue;
+        }
+        let seat = machine.game.as_ref().unwrap().current_player().unwrap();
+        if seat == 0 && timeouts > 0 {
+            now = machine.next_wakeup().unwrap().max(now);
+            assert!(machine.time_out(now));
+            timeouts -= 1;
+            continue;
+        }
+        if machine.seq() > 60 && machine.seats()[1].control == SeatControl::Human {
+            let resign = machine.resign(GUEST, now).unwrap();
+            rec.commit(&mut machine, resign, now);
+            continue;
+        }
+        let hash = machine.seat_row(seat).unwrap().token_hash.clone();
+        let mv = machine.game.as_ref().unwrap().legal_moves()[0];
+        let id = format!("c{}", machine.seq());
+        match machine.command(&hash, id, machine.seq(), mv, now).unwrap() {
+            Decision::Commit(change) => rec.commit(&mut machine, *change, now),
+            Decision::Repeat(_) => panic!("a new command was taken for a repeat"),
+        }
+    }
+
+    let all_events: String = rec.sent.iter().map(|(_, text)| text.as_str()).collect();
+    for kind in [
+        "seat_taken",
+        "seat_freed",
+        "game_started",
+        "turn_timed_out",
+        "seat_abandoned",
+        "\"reason\":\"abandoned\"",
+        "seat_reclaimed",
+        "seat_resigned",
+        "\"reason\":\"resigned\"",
+        "\"reason\":\"bot\"",
+        "\"timeouts_in_row\":3",
+        "game_over",
+    ] {
+        assert!(all_events.contains(kind), "the game has {kind}");
+    }
+    let rebuilt: Vec<(u64, String)> = history::rebuild(rec.log(&machine), u64::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|update| (update.seq, update.events.get().to_owned()))
+        .collect();
+    assert_eq!(rebuilt.len(), rec.sent.len());
+    for (rebuilt, sent) in rebuilt.iter().zip(&rec.sent) {
+        assert_eq!(rebuilt, sent);
+    }
+
+    // Pages: every update once, in order, whatever the page size.
+    for limit in [1, 7, 500] {
+        let mut after = 0;
+        let mut paged = Vec::new();
+        loop {
+            let page = history::log_page(rec.log(&machine), after, limit).unwrap();
+            assert!(page.items.len() <= limit);
+            paged.extend(
+                page.items
+                    .iter()
+                    .map(|u| (u.seq, u.events.get().to_owned())),
+            );
+            match page.next_after_seq {
+                Some(next) => after = next,
+                None => break,
+            }
+        }
+        assert_eq!(paged, rec.sent, "limit {limit}");
+    }
+    let tail = history::log_page(rec.log(&machine), machine.seq(), 5).unwrap();
+    assert!(tail.items.is_empty() && tail.next_after_seq.is_none());
+}
