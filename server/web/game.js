@@ -607,7 +607,7 @@ export class GameView {
     try {
       for (let page = 0; page < 20; page++) {
         const query = after === null ? "" : `?after_seq=${after}`;
-        const answer = await api("GET", `/lobbies/${this.gameId}/events${query}`, { invite: this.invite || undefined });
+        const answer = await api("GET", `/lobbies/${this.gameId}/events${query}`, { invite: this.invite || undefined, token: heldSeat(this.gameId)?.token });
         for (const item of answer.items) if (!this.entries.has(item.seq)) this.entries.set(item.seq, item.events);
         if (answer.next_after_seq === null || answer.next_after_seq === undefined) break;
         after = answer.next_after_seq;
