@@ -3,7 +3,7 @@
 //! The catalogue is fixed for a given binary, so it is serialised and gzipped once
 //! ([`Precompressed`]), with an ETag from its content. It is served `no-cache`: a browser
 //! keeps it and asks at each load whether it is still current, and the answer is a
-//! `304 Not Modified` without a body (about 40 kB saved, 6 kB gzipped). A `max-age`
+//! `304 Not Modified` without a body (the JSON is 40 kB, under 2 kB gzipped). A `max-age`
 //! would save that one revalidation, but for its whole length after an upgrade a browser
 //! could draw with the old catalogue next to new modules (which are revalidated at every
 //! load, see `crate::web`); since the ETag is the content's, an upgrade that leaves the
