@@ -40,16 +40,34 @@ use carcassonne_store::{Store, StoreError, StoreOptions};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::trace::TraceLayer;
 
 /// Largest REST request body.
 const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The smallest REST answer worth gzipping: below this, gzip's 18 bytes of frame and
+/// the lost literal savings leave next to nothing (an error body is about 80 bytes).
+const COMPRESS_ABOVE_BYTES: u64 = 256;
+
 pub fn app(state: AppState) -> Router {
     let api = api::router()
         .fallback(|| async { AppError::NotFound("no such endpoint") })
         .method_not_allowed_fallback(http::method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // The JSON API, gzipped when the client accepts it. Only `/api`: the WebSocket
+        // upgrade, the probes and `/metrics` stay as they are, and the web client's
+        // files come gzipped once and for all (web.rs), as does `/api/tiles`, which the
+        // layer leaves alone because it already carries a `Content-Encoding`.
+        .layer(
+            CompressionLayer::new().compress_when(
+                SizeAbove::new(COMPRESS_ABOVE_BYTES)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES)
+                    .and(NotForContentType::SSE),
+            ),
+        );
     Router::new()
         .nest("/api", api)
         .route("/ws/games/{id}", get(ws::upgrade))

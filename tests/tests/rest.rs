@@ -1,7 +1,7 @@
 //! The REST API: lobbies, players, tiles, operations endpoints, and every error a
 //! client can provoke, each with its status and typed JSON body.
 
-use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::client::{Api, Seat, WsClient};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -550,6 +550,137 @@ async fn the_web_client_is_served_with_its_headers() {
         .await
         .expect("GET a missing asset");
     assert_eq!(missing.status(), 404);
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut plain)
+        .expect("a valid gzip body");
+    plain
+}
+
+/// `GET` with `Accept-Encoding: gzip`: the status, the headers and the body as sent (this
+/// reqwest decodes nothing on its own).
+async fn get_gzip(
+    http: &reqwest::Client,
+    url: String,
+    if_none_match: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let mut request = http.get(url).header("accept-encoding", "gzip, deflate, br");
+    if let Some(tag) = if_none_match {
+        request = request.header("if-none-match", tag);
+    }
+    let response = request.send().await.expect("the request is answered");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.expect("a body").to_vec();
+    (status, headers, body)
+}
+
+fn header<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .map_or("", |value| value.to_str().expect("a text header"))
+}
+
+/// The page, its modules and the tile catalogue travel gzipped to a client that accepts
+/// it (and plain to one that does not), revalidate with their ETags, and the icon is
+/// served at both its addresses; the WebSocket route and `/metrics` are not compressed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_and_the_tile_catalogue_travel_gzipped_and_revalidate() {
+    let (_db, server, api) = server().await;
+    let http = reqwest::Client::new();
+    let base = server.http();
+
+    for path in ["/", "/assets/game.js", "/assets/style.css"] {
+        let plain = http.get(base.clone() + path).send().await.unwrap();
+        assert_eq!(plain.status(), 200, "{path}");
+        assert_eq!(header(plain.headers(), "content-encoding"), "", "{path}");
+        let plain = plain.bytes().await.unwrap().to_vec();
+        let (status, headers, body) = get_gzip(&http, base.clone() + path, None).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(header(&headers, "content-encoding"), "gzip", "{path}");
+        assert_eq!(header(&headers, "vary"), "accept-encoding", "{path}");
+        assert_eq!(header(&headers, "cache-control"), "no-cache", "{path}");
+        // The page is small (about 670 bytes, 400 gzipped); the modules shrink by 2/3.
+        assert!(
+            body.len() < plain.len(),
+            "{path}: {} of {}",
+            body.len(),
+            plain.len()
+        );
+        assert_eq!(gunzip(&body), plain, "{path} decodes to the plain copy");
+        let tag = header(&headers, "etag").to_owned();
+        let (status, _, body) = get_gzip(&http, base.clone() + path, Some(&tag)).await;
+        assert_eq!((status, body.len()), (304, 0), "{path} is not sent again");
+    }
+
+    let (status, expected) = api.get("/api/tiles").await;
+    assert_eq!(status, 200);
+    let (status, headers, body) = get_gzip(&http, base.clone() + "/api/tiles", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "content-encoding"), "gzip");
+    assert_eq!(header(&headers, "content-type"), "application/json");
+    assert_eq!(header(&headers, "cache-control"), "no-cache");
+    assert_eq!(header(&headers, "vary"), "accept-encoding");
+    let tiles: Value = serde_json::from_slice(&gunzip(&body)).expect("JSON inside the gzip");
+    assert_eq!(tiles, expected);
+    eprintln!("GET /api/tiles: {} bytes gzipped", body.len());
+    assert!(
+        body.len() < 10 * 1024,
+        "the catalogue gzipped is {} bytes",
+        body.len()
+    );
+    let tag = header(&headers, "etag").to_owned();
+    assert!(tag.starts_with('"'), "a strong ETag: {tag}");
+    let (status, headers, body) = get_gzip(&http, base.clone() + "/api/tiles", Some(&tag)).await;
+    assert_eq!(
+        (status, body.len()),
+        (304, 0),
+        "the catalogue is not sent again"
+    );
+    assert_eq!(header(&headers, "etag"), tag);
+    let (status, _, _) = get_gzip(&http, base.clone() + "/api/tiles", Some("\"stale\"")).await;
+    assert_eq!(status, 200);
+
+    // Other JSON answers go through the compression layer, when large enough.
+    let (status, headers, body) = get_gzip(&http, base.clone() + "/api/openapi.json", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(header(&headers, "content-encoding"), "gzip");
+    let openapi: Value = serde_json::from_slice(&gunzip(&body)).expect("JSON inside the gzip");
+    assert!(openapi["paths"].get("/api/tiles").is_some());
+    let missing = "/api/lobbies/6f1c0000-0000-4000-8000-000000000000";
+    let (status, headers, body) = get_gzip(&http, base.clone() + missing, None).await;
+    assert_eq!(status, 404);
+    assert!(body.len() < 256, "{} bytes", body.len());
+    assert_eq!(
+        header(&headers, "content-encoding"),
+        "",
+        "a tiny error body stays plain"
+    );
+
+    for path in ["/favicon.ico", "/assets/favicon.svg"] {
+        let (status, headers, body) = get_gzip(&http, base.clone() + path, None).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(header(&headers, "content-type"), "image/svg+xml", "{path}");
+        let body = match header(&headers, "content-encoding") {
+            "gzip" => gunzip(&body),
+            _ => body,
+        };
+        assert!(body.starts_with(b"<svg"), "{path}");
+    }
+
+    let (status, headers, _) = get_gzip(&http, base.clone() + "/metrics", None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        header(&headers, "content-encoding"),
+        "",
+        "/metrics stays plain"
+    );
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    WsClient::join(&server.ws_url(&creator.lobby), Some(&creator.token), None).await;
 }
 
 /// Join, reclaim and start answer with the lobby as their room committed it, without
