@@ -45,13 +45,21 @@ const GAME_PATIENCE: Duration = Duration::from_secs(240);
 async fn step_by_mouse(browser: &Browser, turn: usize) {
     if !browser.all("rect.target").await.is_empty() {
         browser.click("button[aria-label='Fit the board']").await;
-        // A cell under the zoom buttons cannot be clicked: take the first that can.
+        // A cell under the zoom buttons cannot be clicked: take the first that can. The
+        // board may be redrawn meanwhile (a scored feature's highlight ends), which makes
+        // the cells found stale: then look again.
         let mut clicked = false;
-        for target in browser.all("rect.target").await {
-            if target.click().await.is_ok() {
-                clicked = true;
+        for _ in 0..10 {
+            for target in browser.all("rect.target").await {
+                if target.click().await.is_ok() {
+                    clicked = true;
+                    break;
+                }
+            }
+            if clicked {
                 break;
             }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
         assert!(clicked, "no legal cell could be clicked");
         browser
