@@ -152,13 +152,18 @@ impl Browser {
             .expect("a query")
     }
 
-    /// Clicks the element matching `css`, waiting for it first.
+    /// Clicks the element matching `css`, waiting for it first. The game's panel is
+    /// redrawn on every change, so an element found may be replaced before the click:
+    /// then it is found again.
     pub async fn click(&self, css: &str) {
-        self.wait_for(css)
-            .await
-            .click()
-            .await
-            .unwrap_or_else(|error| panic!("cannot click {css}: {error}"));
+        for _ in 0..10 {
+            match self.wait_for(css).await.click().await {
+                Ok(_) => return,
+                Err(error) if error.to_string().contains("stale element") => continue,
+                Err(error) => panic!("cannot click {css}: {error}"),
+            }
+        }
+        panic!("{css} was redrawn under every click");
     }
 
     /// The value of a JavaScript expression in the page.
@@ -356,7 +361,9 @@ pub async fn create_lobby(browser: &Browser, base: &str, lobby: &NewLobby<'_>) -
     }
     for expansion in lobby.expansions {
         browser
-            .click(&format!("form.create input[name=expansion][value={expansion}]"))
+            .click(&format!(
+                "form.create input[name=expansion][value={expansion}]"
+            ))
             .await;
     }
     if lobby.turn_clock {

@@ -217,6 +217,9 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
         "the spectator's log: {log}"
     );
     watcher.screenshot_named("phone-spectator-finished").await;
+    watcher
+        .assert_accessible("finished game, phone spectator")
+        .await;
     ann.screenshot_named("desktop-player-finished").await;
     for browser in [ann, bob, watcher] {
         browser.close().await;
@@ -271,6 +274,7 @@ async fn a_game_against_a_bot_then_stepped_through_in_the_history() {
     ann.wait_until("document.querySelector('.stepper .step').textContent === 'Turn 16 of 16'")
         .await;
     ann.screenshot_named("desktop-history-replay").await;
+    ann.assert_accessible("replay, desktop").await;
     ann.close().await;
 }
 

@@ -89,16 +89,25 @@ async fn check_the_figure_step(page: &Browser) {
         .eval("(() => { const b = window.carcassonne.connection.state.game.board.at(-1); const r = document.querySelector(`.last-move[data-last='${b[0]},${b[1]}']`); return r ? r.getBoundingClientRect().width : 0; })()")
         .await;
     let tile = tile.as_f64().unwrap_or(0.0);
-    assert!(tile >= 200.0, "the placed tile is {tile:.0} px wide: the view did not zoom to it");
-    let preselected = page.all("g.spot[aria-pressed=true], .moves [aria-pressed=true]").await;
-    assert!(preselected.is_empty(), "a spot is chosen before the player chose one");
+    assert!(
+        tile >= 200.0,
+        "the placed tile is {tile:.0} px wide: the view did not zoom to it"
+    );
+    let preselected = page
+        .all("g.spot[aria-pressed=true], .moves [aria-pressed=true]")
+        .await;
+    assert!(
+        preselected.is_empty(),
+        "a spot is chosen before the player chose one"
+    );
     let before = page.seq().await;
     page.keys(&format!("{ENTER}{ENTER}")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(page.seq().await, before, "Enter sent a figure nobody chose");
     page.tap_on("g.spot").await;
     page.wait_for("button[data-action=confirm]").await;
-    page.wait_for(".figure.chosen, g.spot[aria-pressed=true]").await;
+    page.wait_for(".figure.chosen, g.spot[aria-pressed=true]")
+        .await;
     page.screenshot_named("phone-figure-step").await;
     page.tap_on("button[data-action=undo]").await;
     page.wait_until("!document.querySelector('button[data-action=confirm]')")
@@ -114,7 +123,10 @@ async fn check_the_tiles_to_come(page: &Browser) {
     let stack = page
         .eval("window.carcassonne.connection.state.game.turn.tiles_left")
         .await;
-    assert_eq!(listed, stack, "the tiles to come do not add up to the stack");
+    assert_eq!(
+        listed, stack,
+        "the tiles to come do not add up to the stack"
+    );
 }
 
 /// The last move is outlined in the colour of who made it and said in words, with no
@@ -136,7 +148,11 @@ async fn check_the_last_move(page: &Browser) {
 fn assert_plain_words(text: &str) {
     let letters = text
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| word.len() == 1 && word.chars().all(|c| c.is_ascii_uppercase()) && !["I", "A"].contains(word))
+        .filter(|word| {
+            word.len() == 1
+                && word.chars().all(|c| c.is_ascii_uppercase())
+                && !["I", "A"].contains(word)
+        })
         .count();
     assert_eq!(letters, 0, "a tile letter in {text:?}");
     let coordinates = text
@@ -145,9 +161,9 @@ fn assert_plain_words(text: &str) {
         .any(|w| w[0].is_ascii_digit() && w[1] == b',' && (w[2].is_ascii_digit() || w[2] == b'-'));
     assert!(!coordinates, "coordinates in {text:?}");
     for wrong in ["1 followers", "1 points", "1 tiles"] {
-        let singular_as_plural = text.match_indices(wrong).any(|(at, _)| {
-            at == 0 || !text.as_bytes()[at - 1].is_ascii_digit()
-        });
+        let singular_as_plural = text
+            .match_indices(wrong)
+            .any(|(at, _)| at == 0 || !text.as_bytes()[at - 1].is_ascii_digit());
         assert!(!singular_as_plural, "{wrong:?} in {text:?}");
     }
 }
@@ -176,7 +192,11 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
     let board_shown = page
         .eval("document.querySelector('.board-area').getClientRects().length > 0")
         .await;
-    assert_eq!(board_shown, Value::Bool(false), "the lobby shows an empty board");
+    assert_eq!(
+        board_shown,
+        Value::Bool(false),
+        "the lobby shows an empty board"
+    );
     page.assert_accessible("lobby, phone").await;
     add_bot_and_start(&page).await;
     page.screenshot_named("phone-start").await;
@@ -185,15 +205,25 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
     let (mut turns, mut figure_step_checked, mut turned_by_tap, mut midgame_checked) =
         (0, false, false, false);
     while !page.game_over().await {
-        assert!(started.elapsed() < WHOLE_GAME_PATIENCE, "the game did not end in time");
+        assert!(
+            started.elapsed() < WHOLE_GAME_PATIENCE,
+            "the game did not end in time"
+        );
         if !page.my_turn().await {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         }
         let title = page.eval("document.title").await;
-        assert!(title.as_str().unwrap_or("").starts_with("Your turn"), "the title is {title}");
+        assert!(
+            title.as_str().unwrap_or("").starts_with("Your turn"),
+            "the title is {title}"
+        );
         let before = page.seq().await;
-        if page.eval("!!window.carcassonne.connection.legal.place_tile").await == Value::Bool(true) {
+        if page
+            .eval("!!window.carcassonne.connection.legal.place_tile")
+            .await
+            == Value::Bool(true)
+        {
             if !midgame_checked && turns >= 2 {
                 midgame_checked = true;
                 check_the_last_move(&page).await;
@@ -211,10 +241,14 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
                 let first = page.eval(rotation).await;
                 page.tap_on(&css).await;
                 let second = page.eval(rotation).await;
-                assert_ne!(first, second, "tapping the chosen cell again did not turn the tile");
+                assert_ne!(
+                    first, second,
+                    "tapping the chosen cell again did not turn the tile"
+                );
                 turned_by_tap = true;
             }
-            page.tap_on("button[data-action=place]:not([disabled])").await;
+            page.tap_on("button[data-action=place]:not([disabled])")
+                .await;
         } else if !page.all("g.spot").await.is_empty() && (!figure_step_checked || turns % 3 == 0) {
             if !figure_step_checked {
                 check_the_figure_step(&page).await;
@@ -230,7 +264,10 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
             .await;
         turns += 1;
     }
-    assert!(figure_step_checked && turned_by_tap, "the game never offered a figure or a turn");
+    assert!(
+        figure_step_checked && turned_by_tap,
+        "the game never offered a figure or a turn"
+    );
     let state = page.state().await;
     let placed = state["game"]["board"].as_array().expect("a board").len()
         + state["game"]["discarded"].as_array().map_or(0, Vec::len);
@@ -242,17 +279,32 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
         .eval("[...document.querySelectorAll('.score-table tbody td.total')].map((td) => Number(td.textContent))")
         .await;
     assert_eq!(totals, state["game"]["result"]["final_scores"]);
-    let result = page.eval("document.querySelector('.result').textContent").await;
-    assert!(result.as_str().unwrap().contains("ann"), "the result names nobody: {result}");
+    let result = page
+        .eval("document.querySelector('.result').textContent")
+        .await;
+    assert!(
+        result.as_str().unwrap().contains("ann"),
+        "the result names nobody: {result}"
+    );
     let log = page.eval("document.querySelector('.log').innerText").await;
     assert_plain_words(log.as_str().unwrap());
+    // Farmers lie down in their fields; every other figure stands.
+    let farmers = page
+        .eval("[window.carcassonne.connection.state.game.figures.filter((f) => f.spot.startsWith('f')).length, document.querySelectorAll('svg.board .figure.lying').length]")
+        .await;
+    assert_eq!(
+        farmers[0], farmers[1],
+        "farmers and figures lying down differ"
+    );
     page.screenshot_named("phone-final-table").await;
     page.assert_accessible("finished game, phone").await;
 
     // The replay: no winner before the end, the last move outlined, the table at the end.
     page.goto(&format!("{base}/#/match/{game}")).await;
     page.wait_for(".stepper").await;
-    let star = page.eval("document.querySelector('.players').textContent.includes('★')").await;
+    let star = page
+        .eval("document.querySelector('.players').textContent.includes('★')")
+        .await;
     assert_eq!(star, Value::Bool(false), "the winner shows at turn 0");
     page.tap_on("button[aria-label='Next turn']").await;
     page.wait_for(".last-move").await;
@@ -267,12 +319,16 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
         .wait_until("document.querySelector('.matches a') && document.querySelector('.matches').textContent")
         .await;
     let listing = listing.as_str().unwrap();
-    assert!(listing.contains("UTC") || listing.contains("GMT"), "no time zone in {listing:?}");
+    assert!(
+        listing.contains("UTC") || listing.contains("GMT"),
+        "no time zone in {listing:?}"
+    );
     page.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_survives_a_reload() {
+async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_survives_a_reload()
+{
     let _turn = ONE_AT_A_TIME.lock().await;
     let Some(mut driver) = Driver::start_or_skip().await else {
         return;
@@ -286,7 +342,10 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     let smallest_box = page
         .eval("Math.min(...[...document.querySelectorAll('input[type=checkbox]')].map((c) => Math.min(c.getBoundingClientRect().width, c.getBoundingClientRect().height)))")
         .await;
-    assert!(smallest_box.as_f64().unwrap() >= 24.0, "a checkbox is {smallest_box} px");
+    assert!(
+        smallest_box.as_f64().unwrap() >= 24.0,
+        "a checkbox is {smallest_box} px"
+    );
     page.assert_accessible("home, desktop").await;
     let lobby = NewLobby {
         player: "ann",
@@ -301,8 +360,10 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     add_bot_and_start(&page).await;
 
     // Clicking the chosen cell again turns the tile.
-    page.wait_until("window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')")
-        .await;
+    page.wait_until(
+        "window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')",
+    )
+    .await;
     let cell = page
         .eval("window.carcassonne.connection.legal.place_tile.find(([, , r]) => r.length > 1) || window.carcassonne.connection.legal.place_tile[0]")
         .await;
@@ -312,17 +373,24 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
         let first = page.eval("window.carcassonne.view.selected.rotation").await;
         page.click(&css).await;
         let second = page.eval("window.carcassonne.view.selected.rotation").await;
-        assert_ne!(first, second, "clicking the chosen cell again did not turn the tile");
+        assert_ne!(
+            first, second,
+            "clicking the chosen cell again did not turn the tile"
+        );
     }
 
     // Arrow keys move on the board: right goes to a cell further right, up further up.
     for (key, axis, sign) in [(ARROW_RIGHT, 0, 1), (ARROW_UP, 1, -1)] {
-        let from = page.eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]").await;
+        let from = page
+            .eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]")
+            .await;
         let exists = page
             .eval(&format!("window.carcassonne.connection.legal.place_tile.some((c) => (c[{axis}] - {}) * {sign} > 0)", from[axis]))
             .await;
         page.keys(key).await;
-        let to = page.eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]").await;
+        let to = page
+            .eval("[window.carcassonne.view.selected.x, window.carcassonne.view.selected.y]")
+            .await;
         if exists == Value::Bool(true) {
             let moved = (to[axis].as_i64().unwrap() - from[axis].as_i64().unwrap()) * sign;
             assert!(moved > 0, "{key:?} went from {from} to {to}");
@@ -334,7 +402,10 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     let mut played = 0;
     let started = Instant::now();
     while played < 6 && !page.game_over().await {
-        assert!(started.elapsed() < Duration::from_secs(120), "six moves took too long");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "six moves took too long"
+        );
         if !page.my_turn().await {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
@@ -347,7 +418,11 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
                 let looks = page
                     .eval("(() => { const [a, b] = document.querySelectorAll('.figure-kinds [role=radio]'); return getComputedStyle(a).backgroundColor !== getComputedStyle(b).backgroundColor; })()")
                     .await;
-                assert_eq!(looks, Value::Bool(true), "the chosen figure kind looks like the other");
+                assert_eq!(
+                    looks,
+                    Value::Bool(true),
+                    "the chosen figure kind looks like the other"
+                );
             }
             page.keys("p").await;
         }
@@ -358,31 +433,49 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     page.assert_accessible("game, desktop").await;
 
     // The log: in plain words, rebuilt after a reload, and there for a late spectator.
-    let lines = page.eval("document.querySelectorAll('.log li').length").await;
+    let lines = page
+        .eval("document.querySelectorAll('.log li').length")
+        .await;
     let lines = lines.as_u64().unwrap();
     assert!(lines >= 6, "{lines} lines in the log");
-    assert_plain_words(page.eval("document.querySelector('.log').innerText").await.as_str().unwrap());
+    assert_plain_words(
+        page.eval("document.querySelector('.log').innerText")
+            .await
+            .as_str()
+            .unwrap(),
+    );
     page.client.refresh().await.expect("reload");
-    page.wait_until(&format!("document.querySelectorAll('.log li').length >= {lines}"))
-        .await;
+    page.wait_until(&format!(
+        "document.querySelectorAll('.log li').length >= {lines}"
+    ))
+    .await;
     let late = driver.open(1280, 900).await;
     late.goto(&format!("{base}/#/game/{game}")).await;
     late.wait_until("window.carcassonne?.connection?.role === 'spectator'")
         .await;
-    late.wait_until(&format!("document.querySelectorAll('.log li').length >= {lines}"))
-        .await;
+    late.wait_until(&format!(
+        "document.querySelectorAll('.log li').length >= {lines}"
+    ))
+    .await;
     late.wait_for(".last-move").await;
 
     // A notice goes away when what it said is over.
     page.eval("window.sawNotice = false, new MutationObserver(() => { if (document.querySelector('.notice')) window.sawNotice = true; }).observe(document.body, { subtree: true, childList: true }), true")
         .await;
     let welcomes = page.eval("window.carcassonne.connection.welcomes").await;
-    page.eval("window.carcassonne.connection.drop(), true").await;
+    page.eval("window.carcassonne.connection.drop(), true")
+        .await;
     page.wait_until(&format!("window.sawNotice && window.carcassonne.connection.welcomes > {welcomes} && window.carcassonne.connection.online"))
         .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let still = page.eval("document.querySelector('.notice')?.textContent ?? null").await;
-    assert_eq!(still, Value::Null, "the notice stays after the connection is back");
+    let still = page
+        .eval("document.querySelector('.notice')?.textContent ?? null")
+        .await;
+    assert_eq!(
+        still,
+        Value::Null,
+        "the notice stays after the connection is back"
+    );
 
     page.goto(&format!("{base}/#/history")).await;
     page.wait_for(".listing").await;
@@ -416,4 +509,50 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
     page.click("button[data-action=confirm-abort]").await;
     page.wait_until("window.carcassonne.connection.state.status === 'cancelled'")
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiles_keep_their_marks_upright_and_figures_show_their_kind() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let page = driver.open(1280, 900).await;
+    page.goto(&format!("{}/#/bench", server.http())).await;
+    page.wait_until("document.querySelector('#bench-result')?.dataset.msPerRedraw")
+        .await;
+    // Monasteries, shields and inns of turned tiles stand upright: drawn in a symbol of
+    // their own per rotation, outside the turned ground.
+    let marks = page
+        .eval("[...document.querySelectorAll('symbol[id$=\"-90\"] .chapel-wall, symbol[id$=\"-90\"] .shield, symbol[id$=\"-270\"] .chapel-wall, symbol[id$=\"-270\"] .shield')].map((m) => !m.closest('g[transform*=rotate]'))")
+        .await;
+    let marks = marks.as_array().expect("marks");
+    assert!(!marks.is_empty(), "no turned tile draws its marks apart");
+    assert!(
+        marks.iter().all(|upright| upright == &Value::Bool(true)),
+        "a mark turns with its tile"
+    );
+    // No feature of a tile wears a player's colour.
+    let clashes = page
+        .eval("(() => { const players = ['rgb(214, 40, 40)', 'rgb(29, 78, 216)', 'rgb(21, 128, 61)', 'rgb(234, 179, 8)', 'rgb(17, 24, 39)', 'rgb(156, 163, 175)'];
+            return [...document.querySelectorAll('.shield, .shield-charge, .chapel-wall, .chapel-roof, .inn-roof, .cathedral-roof')]
+              .map((m) => getComputedStyle(m).fill).filter((fill) => players.includes(fill)); })()")
+        .await;
+    assert_eq!(
+        clashes,
+        Value::Array(vec![]),
+        "tile marks in a player's colour"
+    );
+    // Figures by kind: a big one drawn clearly bigger.
+    let kinds = page
+        .eval("({ big: [...document.querySelectorAll('svg.board .figure.big')].every((f) => /scale\\(1\\.[6-9]/.test(f.getAttribute('transform'))) })")
+        .await;
+    assert_eq!(
+        kinds["big"],
+        Value::Bool(true),
+        "a big follower is not clearly bigger"
+    );
+    page.close().await;
 }
