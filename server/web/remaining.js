@@ -5,11 +5,10 @@
 import { h, s } from "./dom.js";
 import { tileWords } from "./words.js";
 
-const SETS = { river: "river", inns_and_cathedrals: "inns_and_cathedrals", festival: "festival" };
-
 /** `[{id, left}]` for every tile type of the game's boxes, in catalogue order. */
 export function tilesRemaining(tiles, rules, game) {
-  const sets = new Set(["base", ...(rules.expansions || []).map((name) => SETS[name]).filter(Boolean)]);
+  // A tile's box is named as the expansion is (the Abbot's gardens are on base tiles).
+  const sets = new Set(["base", ...(rules.expansions || [])]);
   const left = new Map();
   for (const tile of tiles.values()) if (sets.has(tile.set)) left.set(tile.id, tile.count);
   const seen = [...game.board.map((entry) => entry[2]), ...(game.discarded || []).map((entry) => entry.tile ?? entry), game.turn?.phase === "place_tile" ? game.turn.tile : null];

@@ -7,6 +7,8 @@
 //! and the test passes without running, so a developer machine without them still
 //! passes; with `REQUIRE_BROWSER=1`, as CI sets, it fails instead.
 
+use crate::database::TestDatabase;
+use crate::server::TestServer;
 use fantoccini::actions::{InputSource, MOUSE_BUTTON_LEFT, PointerAction, TouchActions};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -327,6 +329,33 @@ pub fn picture_variety(png_bytes: &[u8]) -> (usize, f64) {
     let total = pixels.len() / channels;
     let most = counts.values().copied().max().unwrap_or(0);
     (counts.len(), 1.0 - most as f64 / total.max(1) as f64)
+}
+
+/// What a browser test starts from: chromedriver, and the real server on a fresh SQLite
+/// database of its own.
+pub struct Stage {
+    pub driver: Driver,
+    pub server: TestServer,
+    /// The server's address, `http://127.0.0.1:PORT`.
+    pub base: String,
+    // Dropped after the server that uses it.
+    _database: TestDatabase,
+}
+
+impl Stage {
+    /// The stage, or `None` when the browser is missing (see [`Driver::start_or_skip`]).
+    pub async fn start_or_skip() -> Option<Stage> {
+        let driver = Driver::start_or_skip().await?;
+        let database = TestDatabase::sqlite();
+        let server = TestServer::start(&database.url()).await;
+        let base = server.http();
+        Some(Stage {
+            driver,
+            server,
+            base,
+            _database: database,
+        })
+    }
 }
 
 /// What the home page's create form is filled with.

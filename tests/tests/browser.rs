@@ -8,10 +8,8 @@
 //! checked to show a drawing, not a blank page. Without chromium and chromedriver these
 //! tests skip loudly, unless `REQUIRE_BROWSER=1` (as in CI) makes them fail.
 
-use carcassonne_tests::browser::{Browser, Driver, NewLobby, create_lobby};
+use carcassonne_tests::browser::{Browser, NewLobby, Stage, create_lobby};
 use carcassonne_tests::client::Api;
-use carcassonne_tests::database::TestDatabase;
-use carcassonne_tests::server::TestServer;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -134,15 +132,13 @@ async fn play_to_the_end(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_reload() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let ann = driver.open(1280, 900).await;
-    let bob = driver.open(1280, 900).await;
-    let watcher = driver.open(390, 844).await;
+    let base = stage.base.clone();
+    let ann = stage.driver.open(1280, 900).await;
+    let bob = stage.driver.open(1280, 900).await;
+    let watcher = stage.driver.open(390, 844).await;
 
     let game = create_lobby(&ann, &base, &short_game("ann")).await;
     bob.goto(&format!("{base}/#/game/{game}")).await;
@@ -229,13 +225,11 @@ async fn two_people_play_a_whole_game_watched_by_a_third_through_a_drop_and_a_re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_against_a_bot_then_stepped_through_in_the_history() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let ann = driver.open(1280, 900).await;
+    let base = stage.base.clone();
+    let ann = stage.driver.open(1280, 900).await;
 
     let game = create_lobby(&ann, &base, &short_game("ann")).await;
     ann.click("button[data-action=add-bot]").await;
@@ -281,13 +275,11 @@ async fn a_game_against_a_bot_then_stepped_through_in_the_history() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_load_is_small_and_a_large_board_redraws_within_a_frame() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let page = driver.open(1280, 900).await;
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
     page.goto(&format!("{base}/")).await;
     page.wait_for("form.create").await;
     let bytes = page

@@ -9,9 +9,7 @@
 //! look at (`phone-*`): the start, the figure step, the last move, the final table and
 //! the replay.
 
-use carcassonne_tests::browser::{Browser, Driver, NewLobby, create_lobby};
-use carcassonne_tests::database::TestDatabase;
-use carcassonne_tests::server::TestServer;
+use carcassonne_tests::browser::{Browser, NewLobby, Stage, create_lobby};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -171,13 +169,11 @@ fn assert_plain_words(text: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let page = driver.open(390, 844).await;
+    let base = stage.base.clone();
+    let page = stage.driver.open(390, 844).await;
     page.goto(&format!("{base}/")).await;
     page.wait_for("form.create").await;
     page.assert_accessible("home, phone").await;
@@ -330,13 +326,11 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
 async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_survives_a_reload()
 {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let page = driver.open(1280, 900).await;
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
     page.goto(&format!("{base}/")).await;
     page.wait_for("form.create").await;
     let smallest_box = page
@@ -449,7 +443,7 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
         "document.querySelectorAll('.log li').length >= {lines}"
     ))
     .await;
-    let late = driver.open(1280, 900).await;
+    let late = stage.driver.open(1280, 900).await;
     late.goto(&format!("{base}/#/game/{game}")).await;
     late.wait_until("window.carcassonne?.connection?.role === 'spectator'")
         .await;
@@ -487,13 +481,11 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let base = server.http();
-    let page = driver.open(1280, 900).await;
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
     let lobby = NewLobby {
         player: "ann",
         seats: "2",
@@ -514,13 +506,11 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiles_keep_their_marks_upright_and_figures_show_their_kind() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_or_skip().await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start(&database.url()).await;
-    let page = driver.open(1280, 900).await;
-    page.goto(&format!("{}/#/bench", server.http())).await;
+    let page = stage.driver.open(1280, 900).await;
+    page.goto(&format!("{}/#/bench", stage.base)).await;
     page.wait_until("document.querySelector('#bench-result')?.dataset.msPerRedraw")
         .await;
     // Monasteries, shields and inns of turned tiles stand upright: drawn in a symbol of

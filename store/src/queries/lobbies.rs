@@ -29,28 +29,9 @@ impl SqlStore {
         id: Uuid,
     ) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
-        let lobby = sqlx::query(concat!(
-            "SELECT ",
-            lobby_columns!(),
-            " FROM lobbies WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(lobby) = lobby else {
-            return Ok(None);
-        };
-        let seats = sqlx::query(concat!(
-            "SELECT ",
-            seat_columns!(),
-            " FROM seats WHERE lobby_id = $1 ORDER BY seat"
-        ))
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
+        let found = lobby_with_seats(&mut tx, id).await?;
         tx.commit().await?;
-        let seats = seats.iter().map(seat_from_row).collect::<Result<_, _>>()?;
-        Ok(Some((lobby_from_row(&lobby)?, seats)))
+        Ok(found)
     }
 
     /// The conditions spell out the partial index `lobbies_open_public_newest`, so that
@@ -409,4 +390,32 @@ pub(super) fn seat_from_row(row: &DbRow) -> Result<SeatRow, StoreError> {
         control_seq: fit(row.try_get::<i64, _>("control_seq")?, "control seq")?,
         bot: row.try_get("bot")?,
     })
+}
+
+/// A lobby and its seats, read in `tx` (a snapshot, so that they agree).
+pub(super) async fn lobby_with_seats(
+    tx: &mut Tx,
+    id: Uuid,
+) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {
+    let lobby = sqlx::query(concat!(
+        "SELECT ",
+        lobby_columns!(),
+        " FROM lobbies WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some(lobby) = lobby else {
+        return Ok(None);
+    };
+    let seats = sqlx::query(concat!(
+        "SELECT ",
+        seat_columns!(),
+        " FROM seats WHERE lobby_id = $1 ORDER BY seat"
+    ))
+    .bind(id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let seats = seats.iter().map(seat_from_row).collect::<Result<_, _>>()?;
+    Ok(Some((lobby_from_row(&lobby)?, seats)))
 }

@@ -5,7 +5,9 @@ use sqlx::Row;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::lobbies::{insert_events, lobby_from_row, rewrite_seat, seat_from_row};
+use super::lobbies::{
+    insert_events, lobby_from_row, lobby_with_seats, rewrite_seat, seat_from_row,
+};
 use super::matches::insert_matches;
 use super::{DbRow, STORED_AT, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
 use crate::convert::{TextColumn, fit};
@@ -290,26 +292,10 @@ impl SqlStore {
     /// one snapshot so that they agree.
     pub(crate) async fn game_log(&self, id: Uuid) -> Result<Option<GameLog>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
-        let lobby = sqlx::query(concat!(
-            "SELECT ",
-            lobby_columns!(),
-            " FROM lobbies WHERE id = $1"
-        ))
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(lobby) = lobby else {
+        let Some((lobby, seats)) = lobby_with_seats(&mut tx, id).await? else {
             tx.commit().await?;
             return Ok(None);
         };
-        let seats = sqlx::query(concat!(
-            "SELECT ",
-            seat_columns!(),
-            " FROM seats WHERE lobby_id = $1 ORDER BY seat"
-        ))
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
         let moves = sqlx::query(concat!(
             "SELECT ",
             move_columns!(),
@@ -332,8 +318,8 @@ impl SqlStore {
             })
             .collect::<Result<_, StoreError>>()?;
         Ok(Some(GameLog {
-            lobby: lobby_from_row(&lobby)?,
-            seats: seats.iter().map(seat_from_row).collect::<Result<_, _>>()?,
+            lobby,
+            seats,
             moves: moves.iter().map(move_from_row).collect::<Result<_, _>>()?,
             events,
         }))
