@@ -66,4 +66,15 @@ pub struct FeatureScore {
     /// For a farm: how many completed cities it supplies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_cities: Option<u32>,
+    /// A road with an inn (Inns & Cathedrals): double when completed, nothing at the end.
+    /// Written only when true, so records of games without one read as before.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inn: bool,
+    /// A city with a cathedral: 3 per tile and pennant when completed, nothing at the end.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cathedral: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }

@@ -152,6 +152,8 @@ impl Game {
             tiles,
             figures,
             completed_cities,
+            inn: kind == SegmentKind::Road && stats.inn,
+            cathedral: kind == SegmentKind::City && stats.cathedral,
         }
     }
 
@@ -172,6 +174,8 @@ impl Game {
                 .collect(),
             figures,
             completed_cities: None,
+            inn: false,
+            cathedral: false,
         }
     }
 

@@ -804,6 +804,8 @@ fn a_completed_road_with_an_inn_scores_two_per_tile() {
         (road.kind, road.completed, road.points),
         (SegmentKind::Road, true, 8)
     );
+    // The score says why it is doubled, so a table of points can show inns apart.
+    assert!(road.inn && !road.cathedral);
     assert_eq!(game.scores(), &[8, 0]);
 }
 
@@ -821,7 +823,7 @@ fn an_unfinished_road_with_an_inn_scores_nothing_at_the_end() {
         &mut game,
         &[((1, 0, 0), follower("r1")), ((0, 1, 0), follower("r1"))],
     );
-    let roads: BTreeSet<(SegmentKind, bool, u32, Vec<u8>)> = scored(&events)
+    let roads: BTreeSet<(SegmentKind, bool, u32, Vec<u8>, bool)> = scored(&events)
         .iter()
         .map(|score| {
             (
@@ -829,12 +831,13 @@ fn an_unfinished_road_with_an_inn_scores_nothing_at_the_end() {
                 score.completed,
                 score.points,
                 score.scorers.clone(),
+                score.inn,
             )
         })
         .collect();
     let expected = [
-        (SegmentKind::Road, false, 0, vec![0]),
-        (SegmentKind::Road, false, 1, vec![1]),
+        (SegmentKind::Road, false, 0, vec![0], true),
+        (SegmentKind::Road, false, 1, vec![1], false),
     ];
     assert_eq!(roads, expected.into());
     assert_eq!(game.scores(), &[0, 1]);
@@ -868,6 +871,7 @@ fn a_completed_city_with_a_cathedral_scores_three_per_tile_and_pennant() {
         (SegmentKind::City, true, 21)
     );
     assert_eq!(city.tiles.len(), 6);
+    assert!(city.cathedral && !city.inn);
     assert_eq!(game.scores(), &[21, 0]);
 }
 

@@ -7,7 +7,7 @@ import { Board } from "./board.js";
 import { GameConnection } from "./connection.js";
 import { h, mount, announce, SEAT_COLOUR_NAMES } from "./dom.js";
 import { tileIcon, spotKind } from "./tiles.js";
-import { describe, rulesText, scoredWords, tileWords, spotWords, figureWords, placeWords, count, names, clockText } from "./words.js";
+import { describe, besideWords, rulesText, scoredWords, tileWords, spotWords, figureWords, placeWords, count, names, clockText } from "./words.js";
 import { yourTurn, clearSignals, soundOn, setSound } from "./signals.js";
 import { scoreTable } from "./scoring.js";
 import { remainingList } from "./remaining.js";
@@ -180,6 +180,12 @@ export class GameView {
     return tileWords(this.tiles.get(id), this.connection.state?.rules);
   }
 
+  /** Where the last tile went, by the tiles placed before it: "next to the start tile". */
+  besideWords(x, y) {
+    const earlier = this.connection.state.game.board.slice(0, -1);
+    return besideWords(earlier, x, y, this.tiles, this.connection.state?.rules);
+  }
+
   /** The kind of feature a spot of the tile at `pos` is. */
   kindAt(pos, spot) {
     const entry = this.connection.state?.game?.board.find(([x, y]) => x === pos?.x && y === pos?.y);
@@ -264,7 +270,7 @@ export class GameView {
     const placed = this.lastPlacement(x, y);
     if (placed) return this.lastMoveOf(placed.event, placed.after);
     const player = (game.board.length - 2) % game.scores.length;
-    return { mark: { x, y, player }, text: `${this.name(player)} placed ${this.tileWords(id)}.` };
+    return { mark: { x, y, player }, text: `${this.name(player)} placed ${this.tileWords(id)} ${this.besideWords(x, y)}.` };
   }
 
   /** The log's `tile_placed` of the tile at (x, y) and the events of the turn after it. */
@@ -283,7 +289,7 @@ export class GameView {
 
   lastMoveOf(placed, after) {
     const mark = { x: placed.pos.x, y: placed.pos.y, player: placed.player };
-    const parts = [`${this.name(placed.player)} placed ${this.tileWords(placed.tile)}`];
+    const parts = [`${this.name(placed.player)} placed ${this.tileWords(placed.tile)} ${this.besideWords(placed.pos.x, placed.pos.y)}`];
     for (const event of after) {
       if (event.type === "figure_placed") {
         const kind = this.kindAt(event.figure.pos, event.figure.spot);

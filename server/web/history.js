@@ -6,7 +6,7 @@
 import { api } from "./api.js";
 import { Board } from "./board.js";
 import { h, mount } from "./dom.js";
-import { rulesText, tileWords, figureWords, placeWords } from "./words.js";
+import { rulesText, tileWords, figureWords, placeWords, besideWords } from "./words.js";
 import { tileIcon, spotKind } from "./tiles.js";
 import { scoreTable } from "./scoring.js";
 
@@ -146,7 +146,7 @@ export class MatchView {
         button("▶", "Next turn", step + 1), button("Last", "Last turn", record.turns.length)),
       turn ? h("div", { class: "turn" }, tileIcon(this.tiles, turn.tile, turn.rotation, tileWords(this.tiles.get(turn.tile), match.rules)),
         h("p", { class: "last-move-text" }, h("span", { class: "swatch", "data-seat": mover, "aria-hidden": "true" }),
-          ` ${names[mover]} placed ${tileWords(this.tiles.get(turn.tile), match.rules)}; ${this.actionText(turn)}.`)) : h("p", {}, "The start tile."),
+          ` ${names[mover]} placed ${tileWords(this.tiles.get(turn.tile), match.rules)} ${besideWords(board.slice(0, -1), turn.x, turn.y, this.tiles, match.rules)}; ${this.actionText(turn)}.`)) : h("p", {}, "The start tile."),
       h("ol", { class: "players", "aria-label": "Scores" }, match.seats.map((seat) => h("li", { class: "player" },
         h("span", { class: "swatch", "data-seat": seat.seat, "aria-hidden": "true" }),
         h("span", { class: "name" }, seat.display_name + (last && seat.winner ? " ★ winner" : "")),

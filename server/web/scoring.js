@@ -9,7 +9,13 @@ const CATEGORIES = [
   ["monastery", "Monasteries"],
   ["garden", "Gardens"],
   ["field", "Fields"],
+  ["inn_or_cathedral", "Inns & cathedrals"],
 ];
+
+/** The column a scored feature counts in: roads with an inn and cities with a cathedral apart. */
+function categoryOf(feature) {
+  return feature.inn || feature.cathedral ? "inn_or_cathedral" : feature.kind;
+}
 
 /**
  * Points per seat and category. What the breakdown does not list (the abbot's points
@@ -18,8 +24,9 @@ const CATEGORIES = [
 export function pointsByCategory(breakdown, seats, finalScores) {
   const table = seats.map(() => Object.fromEntries(CATEGORIES.map(([kind]) => [kind, 0])));
   for (const feature of breakdown || []) {
+    const category = categoryOf(feature);
     for (const seat of feature.scorers) {
-      if (table[seat] && feature.kind in table[seat]) table[seat][feature.kind] += feature.points;
+      if (table[seat] && category in table[seat]) table[seat][category] += feature.points;
     }
   }
   table.forEach((row, seat) => {

@@ -34,6 +34,21 @@ export function tileWords(tile, rules = null) {
   return extras.length ? `${main} (${names(extras)})` : main;
 }
 
+const SIDES = [[1, 0, "to the right of"], [-1, 0, "to the left of"], [0, 1, "below"], [0, -1, "above"]];
+
+/**
+ * Where a tile went, said by its neighbours: "next to the start tile" (the landmark
+ * everyone knows), else beside the most recently placed neighbour, the one a player
+ * remembers: "below a city tile". `board` lists the tiles placed before it,
+ * `[x, y, id]`, the start tile first.
+ */
+export function besideWords(board, x, y, tiles, rules = null) {
+  const sideOf = ([nx, ny]) => SIDES.find(([dx, dy]) => nx + dx === x && ny + dy === y);
+  if (board.length && sideOf(board[0])) return "next to the start tile";
+  const neighbour = board.findLast((cell) => sideOf(cell));
+  return neighbour ? `${sideOf(neighbour)[2]} ${tileWords(tiles.get(neighbour[2]), rules)}` : "";
+}
+
 const ROLES = { city: "knight", road: "thief", field: "farmer", monastery: "monk", garden: "gardener" };
 
 /** What a figure is called where it stands: "a knight", "a big knight", "the abbot". */
@@ -89,7 +104,7 @@ const FEATURE_NAME = { city: "City", road: "Road", monastery: "Monastery", garde
 
 /** "City completed (4 tiles): 8 points to ann", "Farm at the end (2 completed cities): ...". */
 export function scoredWords(event, name) {
-  const what = FEATURE_NAME[event.kind] || event.kind;
+  const what = (FEATURE_NAME[event.kind] || event.kind) + (event.inn ? " with an inn" : event.cathedral ? " with a cathedral" : "");
   const how = event.kind === "field" ? "at the end" : event.completed ? "completed" : "unfinished at the end";
   const size = event.kind === "field" ? count(event.completed_cities ?? 0, "completed city", "completed cities") : count(event.tiles.length, "tile");
   if (!event.scorers.length) return `${what} ${how} (${size}): nobody scores`;

@@ -139,20 +139,34 @@ async fn check_the_last_move(page: &Browser) {
         .await;
     let text = text.as_str().expect("words").to_owned();
     assert!(text.contains(" placed a"), "the last move reads {text:?}");
+    assert_says_where(&text);
     assert_plain_words(&text);
 }
 
-/// No tile letter ("placed Q"), coordinates ("2,6") or "1 followers" in what players read.
+/// The last move says where the tile went, by its neighbours.
+fn assert_says_where(text: &str) {
+    let beside = ["next to the start tile", "to the right of a", "to the left of a", "above a", "below a"];
+    assert!(
+        beside.iter().any(|words| text.contains(words)),
+        "the last move does not say where: {text:?}"
+    );
+}
+
+/// No tile letter ("placed Q", "R01", "IC16"), coordinates ("2,6") or "1 followers" in
+/// what players read. "A" is a word only where a sentence starts.
 fn assert_plain_words(text: &str) {
-    let letters = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|word| {
-            word.len() == 1
-                && word.chars().all(|c| c.is_ascii_uppercase())
-                && !["I", "A"].contains(word)
-        })
-        .count();
-    assert_eq!(letters, 0, "a tile letter in {text:?}");
+    for line in text.lines() {
+        let mut sentence_start = true;
+        for word in line.split_whitespace() {
+            let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+            let letters = bare.trim_end_matches(|c: char| c.is_ascii_digit());
+            let tile_like = (1..=2).contains(&letters.len())
+                && letters.chars().all(|c| c.is_ascii_uppercase())
+                && !(bare == "A" && sentence_start);
+            assert!(!tile_like, "a tile letter {bare:?} in {text:?}");
+            sentence_start = word.ends_with(['.', '!', '?']);
+        }
+    }
     let coordinates = text
         .as_bytes()
         .windows(3)
@@ -304,6 +318,13 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
     assert_eq!(star, Value::Bool(false), "the winner shows at turn 0");
     page.tap_on("button[aria-label='Next turn']").await;
     page.wait_for(".last-move").await;
+    let replayed = page
+        .eval("document.querySelector('.last-move-text').textContent")
+        .await;
+    assert!(
+        replayed.as_str().unwrap().contains("next to the start tile"),
+        "the first turn of the replay reads {replayed}"
+    );
     page.tap_on("button[aria-label='Last turn']").await;
     page.wait_for(".score-table").await;
     page.screenshot_named("phone-replay").await;
@@ -319,7 +340,44 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
         listing.contains("UTC") || listing.contains("GMT"),
         "no time zone in {listing:?}"
     );
+    page.assert_accessible("history, phone").await;
     page.close().await;
+}
+
+/// Plays `moves` moves (or to the end) by keyboard alone: right and Enter for a tile,
+/// "p" to pass; checks on the way that the chosen figure kind looks chosen.
+async fn play_by_keyboard(page: &Browser, moves: usize) {
+    let mut played = 0;
+    let started = Instant::now();
+    while played < moves && !page.game_over().await {
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "{played} moves took too long"
+        );
+        if !page.my_turn().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        let before = page.seq().await;
+        if !page.all("rect.target").await.is_empty() {
+            page.keys(&format!("{ARROW_RIGHT}{ENTER}")).await;
+        } else {
+            if !page.all(".figure-kinds [aria-checked]").await.is_empty() {
+                let looks = page
+                    .eval("(() => { const [a, b] = document.querySelectorAll('.figure-kinds [role=radio]'); return getComputedStyle(a).backgroundColor !== getComputedStyle(b).backgroundColor; })()")
+                    .await;
+                assert_eq!(
+                    looks,
+                    Value::Bool(true),
+                    "the chosen figure kind looks like the other"
+                );
+            }
+            page.keys("p").await;
+        }
+        page.wait_until(&format!("window.carcassonne.connection.seq > {before}"))
+            .await;
+        played += 1;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -393,37 +451,7 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     page.keys(ENTER).await;
 
     // The figure kinds show which one is chosen.
-    let mut played = 0;
-    let started = Instant::now();
-    while played < 6 && !page.game_over().await {
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "six moves took too long"
-        );
-        if !page.my_turn().await {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            continue;
-        }
-        let before = page.seq().await;
-        if !page.all("rect.target").await.is_empty() {
-            page.keys(&format!("{ARROW_RIGHT}{ENTER}")).await;
-        } else {
-            if !page.all(".figure-kinds [aria-checked]").await.is_empty() {
-                let looks = page
-                    .eval("(() => { const [a, b] = document.querySelectorAll('.figure-kinds [role=radio]'); return getComputedStyle(a).backgroundColor !== getComputedStyle(b).backgroundColor; })()")
-                    .await;
-                assert_eq!(
-                    looks,
-                    Value::Bool(true),
-                    "the chosen figure kind looks like the other"
-                );
-            }
-            page.keys("p").await;
-        }
-        page.wait_until(&format!("window.carcassonne.connection.seq > {before}"))
-            .await;
-        played += 1;
-    }
+    play_by_keyboard(&page, 6).await;
     page.assert_accessible("game, desktop").await;
 
     // The log: in plain words, rebuilt after a reload, and there for a late spectator.
@@ -470,6 +498,11 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
         Value::Null,
         "the notice stays after the connection is back"
     );
+
+    // To the end of the 20 tiles: the player's own finished game, explained.
+    play_by_keyboard(&page, usize::MAX).await;
+    page.wait_for(".score-table").await;
+    page.assert_accessible("finished game, desktop").await;
 
     page.goto(&format!("{base}/#/history")).await;
     page.wait_for(".listing").await;
@@ -543,6 +576,36 @@ async fn tiles_keep_their_marks_upright_and_figures_show_their_kind() {
         kinds["big"],
         Value::Bool(true),
         "a big follower is not clearly bigger"
+    );
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_final_table_counts_inns_and_cathedrals_apart_from_roads_and_cities() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut stage) = Stage::start_or_skip().await else {
+        return;
+    };
+    let page = stage.driver.open(1280, 900).await;
+    page.goto(&format!("{}/", stage.base)).await;
+    page.wait_for("form.create").await;
+    // The client's own table, given a breakdown as the server sends it: a road with an
+    // inn (8), a plain road (3), a city with a cathedral (21) and a plain city (4).
+    page.eval("import('/scoring.js').then(({ scoreTable }) => { const feature = (kind, points, scorers, extra) => ({ kind, completed: true, points, scorers, tiles: [], figures: [], ...extra });
+        const table = scoreTable({ breakdown: [feature('road', 8, [0], { inn: true }), feature('road', 3, [1]), feature('city', 21, [1], { cathedral: true }), feature('city', 4, [0])],
+          seats: ['ann', 'bob'], finalScores: [12, 24], winners: [1], caption: 'Points by category' });
+        table.id = 'table-under-test'; document.body.append(table); }), true")
+        .await;
+    let table = page
+        .wait_until("document.querySelector('#table-under-test') && [...document.querySelectorAll('#table-under-test tr')].map((row) => [...row.children].map((cell) => cell.textContent))")
+        .await;
+    assert_eq!(
+        table,
+        serde_json::json!([
+            ["Player", "Cities", "Roads", "Inns & cathedrals", "Total"],
+            [" ann", "4", "0", "8", "12"],
+            [" bob (winner)", "0", "3", "21", "24"],
+        ]),
     );
     page.close().await;
 }

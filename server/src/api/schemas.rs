@@ -115,6 +115,13 @@ pub struct FeatureScoreSchema {
     /// For a farm: how many completed cities it supplies.
     #[schema(required = false)]
     pub completed_cities: Option<u32>,
+    /// A road with an inn: double when completed, nothing at the end. Sent only when true.
+    #[schema(required = false)]
+    pub inn: bool,
+    /// A city with a cathedral: 3 per tile and pennant when completed, nothing at the end.
+    /// Sent only when true.
+    #[schema(required = false)]
+    pub cathedral: bool,
 }
 
 /// What happened, in order: lobby events, then the engine's own for moves.
