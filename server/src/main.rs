@@ -1,5 +1,6 @@
 //! `carcassonne-server`: `serve` (the default) runs the game server; `replay` checks a
-//! game record; `healthcheck` asks a running server whether it is ready.
+//! game record; `healthcheck` asks a running server whether it is ready; `tournament`
+//! plays bots against each other and reports their strength.
 
 use carcassonne_bots::BotLevel;
 use carcassonne_server::cluster::ClusterConfig;
