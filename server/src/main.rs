@@ -377,8 +377,8 @@ const C_HEAP_KEPT_BYTES: libc::c_int = 64 << 20;
 /// batch's savepoint keeps copies of the pages it changes in memory (`temp_store =
 /// memory`), hundreds of KiB freed at its release; by default glibc hands the top of the
 /// thread's heap back to the system and faults it in again, page by page, for the next
-/// batch, so that under load the SQLite writer's thread spends much of its time in page
-/// faults. Keeping up to 64 MiB of freed heap spares them. The memory is kept for reuse,
+/// batch, so that under load the SQLite writer's thread takes page fault after page
+/// fault. Keeping up to 64 MiB of freed heap spares them. The memory is kept for reuse,
 /// not lost: it is what SQLite's busiest moments needed.
 fn keep_freed_c_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -43,9 +43,9 @@ pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
 /// 32 MiB instead of SQLite's 2 MiB. A batch touches a page of the moves of every game
 /// it holds (each game's moves sit together, in its key's order) and the lobby pages
 /// of those games, so the pages in use grow with the games in play: at 400, SQLite's
-/// 500 pages no longer held them, and the server spent its time reading pages back from
-/// the files. 32 MiB is room for about 8,000 games in play; the memory is taken only as
-/// pages are used.
+/// 500 pages no longer held them, and the server kept reading them back from the files.
+/// 32 MiB is room for about 8,000 games in play; the memory is taken only as pages are
+/// used.
 pub(crate) const WRITER_SESSION: &str = "PRAGMA cache_size = -32768";
 
 /// Put before a query to get its plan instead of its rows.
