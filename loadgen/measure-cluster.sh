@@ -2,10 +2,10 @@
 # The cluster figures in docs/performance.md ("Several nodes"): the same load (M games,
 # default 200) on one node, on one node in cluster mode, and spread over two nodes so
 # that every game's two players sit on different nodes and every move crosses NATS.
-# Needs a release build of both binaries, the local Postgres (user postgres, trust auth
-# on 127.0.0.1:5432) and NATS on 127.0.0.1:4222 (NATS_URL to change it). Prints one
-# JSON report per line, each with a "name" added. LOADGEN_DURATION (20s) and GAMES change
-# the run.
+# Needs the dist build of both binaries (see common.sh), the local Postgres (user
+# postgres, trust auth on 127.0.0.1:5432) and NATS on 127.0.0.1:4222 (NATS_URL to change
+# it). Prints one JSON report per line, each with a "name" added. LOADGEN_DURATION (20s)
+# and GAMES change the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=loadgen/common.sh

@@ -7,8 +7,9 @@
 # Postgres is reached without TLS (sslmode=disable): it runs on the same host, over
 # loopback, as in docker-compose.yml, where the database's image offers no TLS. Debian's
 # Postgres offers it, and sqlx then takes it, which cost the server about 8 µs a move.
-# Needs a release build of both binaries and the local Postgres (user postgres, trust
-# auth on 127.0.0.1:5432); each run gets a fresh SQLite file or Postgres database.
+# Needs the dist build of both binaries (see common.sh) and the local Postgres (user
+# postgres, trust auth on 127.0.0.1:5432); each run gets a fresh SQLite file or Postgres
+# database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=loadgen/common.sh

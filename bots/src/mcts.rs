@@ -32,8 +32,7 @@
 //! the playouts, as it is in real games. Fields are most of a tile's spots, so uniformly
 //! random figures would mostly be farmers: laid at random they lock figures away for the
 //! whole game and add large random farm scores to every playout, noise that hides the
-//! difference between the turns searched (a first version with them won 74 % against
-//! greedy; see `docs/performance.md`).
+//! difference between the turns searched.
 //!
 //! # The two steps of a turn
 //!

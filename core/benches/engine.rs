@@ -14,9 +14,7 @@
 //! The target (`docs/performance.md`) is a median under 100 microseconds per whole game.
 //!
 //! The benchmarks allocate with mimalloc, the allocator of the server binary, which is
-//! what runs the engine for players and for `carcassonne-server replay`. Figures in
-//! `docs/performance.md` from before this was so were measured under the system
-//! allocator.
+//! what runs the engine for players and for `carcassonne-server replay`.
 
 use carcassonne_core::record::{GameRecord, replay};
 use carcassonne_core::{Game, Phase, Rules, Setup, Stack};

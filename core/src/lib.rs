@@ -6,7 +6,7 @@
 //! returns a [`PlayError`] and leaves the game exactly as it was. [`Game::legal_moves`]
 //! lists every move `play` would accept.
 //!
-//! Rules: `shared/spec/rules.md` (base game, River, Abbot and gardens, Inns & Cathedrals,
+//! Rules: `docs/spec/rules.md` (base game, River, Abbot and gardens, Inns & Cathedrals,
 //! The Festival, house rules). Tile data: [`tiles`], parsed from the binding `tiles.md`.
 //! Notation and game records: [`record`].
 

@@ -1,4 +1,4 @@
-//! One test per rule of `shared/spec/rules.md`, each a small hand-made game.
+//! One test per rule of `docs/spec/rules.md`, each a small hand-made game.
 //!
 //! Every game starts from the start tile D at 0,0 (rotation 0: city north, road west to
 //! east, field south) or the spring R01 with the River, and draws from a fixed stack, so

@@ -46,11 +46,11 @@ impl Window {
 /// Every value of one measure (microseconds, or bytes), kept whole: a client records a
 /// few hundred in a game, and the run's summary takes exact percentiles from them all.
 ///
-/// Each client used to keep a histogram per measure instead, 144 KiB each at 3
-/// significant digits up to 64 Mi, zero-filled for every player of every game and added
-/// into its slot's at the game's end. At 400 games that was 0.7 GiB in all (the load
-/// generator's RSS), and recording into and adding those cold arrays was its largest
-/// cost in user space, taken from the cores it shares with the server.
+/// Not a histogram per client and measure: at 3 significant digits up to 64 Mi one is
+/// 144 KiB, zero-filled for every player of every game and added into its slot's at the
+/// game's end. At 400 games those were most of the load generator's memory, and
+/// recording into and adding those cold arrays its largest cost in user space, taken
+/// from the cores it shares with the server.
 #[derive(Clone, Debug, Default)]
 pub struct Samples(Vec<u64>);
 

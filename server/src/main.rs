@@ -1,5 +1,6 @@
 //! `carcassonne-server`: `serve` (the default) runs the game server; `replay` checks a
-//! game record; `healthcheck` asks a running server whether it is ready.
+//! game record; `healthcheck` asks a running server whether it is ready; `tournament`
+//! plays bots against each other and reports their strength.
 
 use carcassonne_bots::BotLevel;
 use carcassonne_server::cluster::ClusterConfig;
@@ -14,12 +15,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// mimalloc instead of the system allocator: a move allocates many small, short-lived
-/// buffers across the runtime's threads, and glibc's allocator spent about a third of the
-/// server's CPU under load on them (`docs/performance.md`, "Throughput"). Built without
-/// transparent huge pages (`no_thp`): with them, mimalloc asked for 2 MiB pages, so that
-/// each fresh page of its arenas cost a 2 MiB zeroing fault (5 % of the CPU under load)
-/// and a few KiB in use could hold a whole huge page resident. An idle connection cost
-/// 16.1 KiB of RSS with them and 11.1 KiB without (1,000 idle sockets).
+/// buffers across the runtime's threads, and under load glibc's allocator took a large
+/// share of the server's CPU on them. Built without transparent huge pages (`no_thp`):
+/// with them, mimalloc asks for 2 MiB pages, so that each fresh page of its arenas costs
+/// a 2 MiB zeroing fault and a few KiB in use can hold a whole huge page resident, which
+/// makes every idle connection dearer.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::str::FromStr;
@@ -375,13 +375,11 @@ const C_HEAP_KEPT_BYTES: libc::c_int = 64 << 20;
 
 /// SQLite is C and allocates with glibc's `malloc`, not with the Rust allocator above. A
 /// batch's savepoint keeps copies of the pages it changes in memory (`temp_store =
-/// memory`), hundreds of KiB freed at its release; glibc then handed the top of the
-/// thread's heap back to the system, and faulted it in again, page by page, for the next
-/// batch: 43,000 page faults in 5 s on the SQLite writer's thread at 400 games, 89 % of
-/// them in glibc's heap growth. Keeping up to 64 MiB of freed heap took that to 2,000
-/// for the whole process, and 2 to 5 µs off the server's CPU per move on SQLite in three
-/// alternated pairs. The memory is kept for reuse, not lost: it is what SQLite's busiest
-/// moments needed.
+/// memory`), hundreds of KiB freed at its release; by default glibc hands the top of the
+/// thread's heap back to the system and faults it in again, page by page, for the next
+/// batch, so that under load the SQLite writer's thread takes page fault after page
+/// fault. Keeping up to 64 MiB of freed heap spares them. The memory is kept for reuse,
+/// not lost: it is what SQLite's busiest moments needed.
 fn keep_freed_c_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only changes a tuning parameter of glibc's allocator; it is

@@ -35,7 +35,8 @@ pub struct Metrics {
     pub pool: IntGaugeVec,
     /// Cluster mode, by event: `taken_over` (a game restored here from its log),
     /// `lease_lost` (a room unloaded because another node owns its game), `relayed` (a
-    /// request sent to another node's game), `owner_unreachable` (its owner did not answer).
+    /// request sent to another node's game), `owner_unreachable` (its owner did not answer),
+    /// `lost_updates_found` (a stand-in found updates lost on their way).
     pub cluster_events: IntCounterVec,
     /// Cluster mode: stand-ins for games other nodes own.
     pub stand_ins: IntGauge,

@@ -1,12 +1,12 @@
 //! Group commit: the moves of many games written together, one durable commit for many.
 //!
 //! Every game's room writes its moves one at a time (it waits for one to be durable
-//! before it accepts the next), so each move used to cost a transaction and a flush of
-//! its own. Here one writer task takes every move queued since its last write and writes
-//! them in one go: on Postgres one statement, on SQLite one transaction, each one fsync.
-//! Each caller still gets its own answer, and only once the batch holding its move has
-//! committed, so the server's invariant holds: nothing is acknowledged or broadcast
-//! before it is durable.
+//! before it accepts the next), so written alone each move would cost a transaction and
+//! a flush of its own. Here one writer task takes every move queued since its last write
+//! and writes them in one go: on Postgres one statement, on SQLite one transaction, each
+//! one fsync. Each caller still gets its own answer, and only once the batch holding its
+//! move has committed, so the server's invariant holds: nothing is acknowledged or
+//! broadcast before it is durable.
 //!
 //! A batch holds at most one move per game, so that the guard on each game's `seq`
 //! decides alone whether its move lands. When the batch as a whole is refused (a repeated
@@ -62,13 +62,13 @@ impl MoveWriter {
     /// The writer has its own thread, runtime and (on Postgres) connections because a
     /// batch is several round trips to the database (BEGIN, a statement per 48 moves,
     /// COMMIT). On the server's runtime, the writer's task and the readiness of its
-    /// socket each waited their turn behind every ready connection task after every
-    /// round trip: with 400 games playing, one batch in forty took 100 to 500 ms while
-    /// Postgres ran each of its statements in under 30 ms, and those batches were the
-    /// whole tail of the acknowledgement latency. Here nothing else runs between the
-    /// writer's round trips. `open` runs on the writer's runtime so that a connection it
-    /// opens is driven by that runtime; an SQLite connection has a thread of its own
-    /// anyway, and the writer shares the store's.
+    /// socket would each wait their turn behind every ready connection task after every
+    /// round trip, so that under load some batches took many times what the database
+    /// spent on them, and those batches made the tail of the acknowledgement latency.
+    /// Here nothing else runs between the writer's round trips. `open` runs on the
+    /// writer's runtime so that a connection it opens is driven by that runtime; an
+    /// SQLite connection has a thread of its own anyway, and the writer shares the
+    /// store's.
     pub(crate) fn start(
         open: impl FnOnce() -> Result<BackendStore, StoreError> + Send + 'static,
         operation_timeout: Duration,
@@ -105,9 +105,9 @@ impl MoveWriter {
 
     /// Runs `write` on the writer's runtime and backend, beside the batches, and returns
     /// its answer. A game's last write goes this way: it is a transaction of a dozen
-    /// statements, and on the server's runtime each of its round trips waited behind
-    /// every ready connection task, so that under load a game's last move took 0.5 to
-    /// 2.5 s to be acknowledged.
+    /// statements, and on the server's runtime each of its round trips would wait behind
+    /// every ready connection task, so that under load a game's last move would be
+    /// acknowledged seconds late.
     pub(crate) async fn on_writer<T, W>(&self, write: W) -> Result<T, StoreError>
     where
         T: Send + 'static,

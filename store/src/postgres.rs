@@ -77,21 +77,22 @@ pub(crate) fn plan_line(row: &PgRow) -> Result<String, StoreError> {
 #[path = "queries/mod.rs"]
 pub(crate) mod queries;
 
-/// Writes a batch of moves, each of a different game, in one statement: the guarded update of every game's `seq`, then the
-/// insert of the moves whose game it advanced. Which moves were written comes back in
-/// the statement's rows; a repeated command id fails the whole statement, and nothing
-/// is written. A game owned by another node is left out by the guard rather than
-/// refused by the fencing trigger, which would fail the whole statement: its move comes
-/// back unwritten, and its own write then gets [`StoreError::NotOwner`].
+/// Writes a batch of moves, each of a different game, in one statement: the guarded
+/// update of every game's `seq`, then the insert of the moves whose game it advanced.
+/// Which moves were written comes back in the statement's rows; a repeated command id
+/// fails the whole statement, and nothing is written. A game owned by another node is
+/// left out by the guard rather than refused by the fencing trigger, which would fail the
+/// whole statement: its move comes back unwritten, and its own write then gets
+/// [`StoreError::NotOwner`].
 ///
 /// The guard on `lobbies` is written so that no index but the primary key can serve it:
 /// the status as `NOT IN` the other three (the check constraint allows only four) rather
 /// than `= 'playing'`, and the owner through `COALESCE`. Spelled plainly, both match a
 /// partial index over live lobbies, and on a table not yet analyzed (a fresh database
 /// under load) the planner guessed that index held one row: it read every live lobby
-/// and compared each with every move of the chunk, 6 times the cost of the whole write
-/// at 400 live games (11-14 ms a chunk of 48 against 1.5-2.2 ms, and 3,000 moves/s in
-/// all). Probing the primary key once per move costs the same at any table size.
+/// and compared each with every move of the chunk, several times the cost of the whole
+/// write with hundreds of games live. Probing the primary key once per move costs the
+/// same at any table size.
 const WRITE_MOVES: &str = "\
     WITH batch AS ( \
         SELECT * FROM unnest($1::uuid[], $2::int8[], $3::int2[], $4::text[], $5::text[], \
@@ -117,18 +118,16 @@ const WRITE_MOVES: &str = "\
 /// that is a table of a few lobbies, which a sequential scan reads more cheaply than
 /// the primary key, and the plan stayed so while the table grew. Each statement then
 /// read every lobby, finished ones included, evaluating the guard's filter on each
-/// (`auto_explain`, 400 games on a fresh database: a sequential scan in 3,795 statements
-/// of 3,798, 1,113 rows read for each). The batch only ever reaches lobbies by their key,
-/// so on this one session the planner is told to scan a table whole only when nothing
-/// else can serve: 5 sequential scans instead of 7,223 in a 20 s run, and the batch
-/// backend's CPU per move went from 36.6 to 30.9 µs (a profile of the whole machine).
+/// (`auto_explain` shows it). The batch only ever reaches lobbies by their key, so on
+/// this one session the planner is told to scan a table whole only when nothing else
+/// can serve.
 pub(crate) const WRITER_SESSION: &str = "SET enable_seqscan = off";
 
 /// The most moves one statement carries. sqlx does not set TCP_NODELAY, so a statement
 /// larger than the socket's send buffer (16 KiB by default on Linux) goes out in two
 /// writes, and Nagle's algorithm holds the second until Postgres acknowledges the first,
-/// which it delays by 40 ms: a 260-move statement took 50 ms instead of 7. A move takes
-/// about 140 bytes, so 48 keep a statement under 8 KiB.
+/// which it delays by 40 ms. A move takes about 140 bytes, so 48 keep a statement under
+/// 8 KiB.
 const MOST_MOVES_PER_STATEMENT: usize = 48;
 
 /// Writes moves of different games together on `connection`: one transaction, one

@@ -23,12 +23,11 @@ pub(crate) const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// on one connection, in a transaction shared with the writes around it, which commit
 /// together (see `queries/commit_groups.rs`).
 ///
-/// Before, each write had a transaction of its own on a connection of the pool, and a
-/// connection that found the database locked slept in its busy handler (1, 2, 5, ... up
-/// to 100 ms) and tried again, with no queue: with 400 games, the server's connections
-/// slept about 20 s in 6 s of running (`strace`), and the slowest moves took 1 to 2.8 s
-/// to be acknowledged. With turns taken in the process, the busy handler only waits for
-/// other processes.
+/// With a transaction of its own per write on a connection of the pool, a connection
+/// that found the database locked would sleep in its busy handler (1, 2, 5, ... up to
+/// 100 ms) and try again, with no queue: under load they slept far more than they
+/// wrote, and the slowest moves were acknowledged seconds late. With turns taken in the
+/// process, the busy handler only waits for other processes.
 pub(crate) const WRITES_COMMIT_TOGETHER: bool = true;
 
 /// In WAL mode a deferred transaction reads from one snapshot from its first read on.
@@ -43,12 +42,10 @@ pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
 /// one connection every write shares (`WRITES_COMMIT_TOGETHER`). Its page cache holds
 /// 32 MiB instead of SQLite's 2 MiB. A batch touches a page of the moves of every game
 /// it holds (each game's moves sit together, in its key's order) and the lobby pages
-/// of those games, so the pages in use grow with the games in play: with 400, SQLite's
-/// 500 pages no longer held them once games set up faster, and the server read pages
-/// back from the files 53,000 to 66,000 times a second instead of 15,000 (5 s of
-/// `sys_enter_pread64` at 400 games), making 17,600 to 18,000 moves/s instead of 20,000;
-/// with 32 MiB it read 5,000 times a second. That is room for about 8,000 games in play;
-/// the memory is taken only as pages are used.
+/// of those games, so the pages in use grow with the games in play: at 400, SQLite's
+/// 500 pages no longer held them, and the server kept reading them back from the files.
+/// 32 MiB is room for about 8,000 games in play; the memory is taken only as pages are
+/// used.
 pub(crate) const WRITER_SESSION: &str = "PRAGMA cache_size = -32768";
 
 /// Put before a query to get its plan instead of its rows.
@@ -88,8 +85,7 @@ pub(crate) mod queries;
 /// Advances the `seq` of every game of a batch (a JSON array bound as `$1`), each only
 /// if it is still playing and behind the move. The array is read as JSONB, SQLite's
 /// binary form, parsed once per statement: with `json_each` over the text, each move's
-/// object came back as text and was parsed again for each of the fields taken from it
-/// (3 to 4 µs of the server's CPU per move at 400 games, alternated pairs).
+/// object would come back as text, parsed again for each field taken from it.
 const ADVANCE_GAMES: &str = "\
     UPDATE lobbies SET seq = batch.seq \
     FROM (SELECT unhex(value ->> 'game') AS game_id, value ->> 'seq' AS seq \
@@ -176,10 +172,10 @@ fn moves_as_json(moves: &[(uuid::Uuid, &MoveRow)]) -> Result<String, StoreError>
 /// How many pages the write-ahead log grows by before a commit copies them back into the
 /// database file (SQLite's default is 1,000, 4 MiB). A checkpoint copies each page once,
 /// however many commits rewrote it since the last, and the pages a game's moves change
-/// (its rows' index leaves, its lobby's row) are rewritten by nearly every batch: with
-/// 8,000 (32 MiB), 400 SQLite games made 5,340 moves/s against 4,530 with the default,
-/// on the same build. The log file keeps the size it reached (a checkpoint rewinds it),
-/// and after a crash SQLite reads it back when the database is next opened.
+/// (its rows' index leaves, its lobby's row) are rewritten by nearly every batch, so
+/// fewer checkpoints copy far fewer pages under load. The log file keeps the size it
+/// reached (a checkpoint rewinds it), and after a crash SQLite reads it back when the
+/// database is next opened.
 const PAGES_BETWEEN_CHECKPOINTS: &str = "8000";
 
 /// Opens (creating when missing) the database file and brings the schema up to date.
@@ -188,10 +184,10 @@ const PAGES_BETWEEN_CHECKPOINTS: &str = "8000";
 /// durable before the server acknowledges the command it holds; foreign keys are off by
 /// default in SQLite and the schema relies on them. Temporary files stay in memory: the
 /// savepoints of the shared write transaction, and every statement of a batch, keep the
-/// pages they change in a sub-journal, which past 64 KiB went to a file on disk (6 % of
-/// the SQLite threads' time at 400 games, in `pwrite`). `PRAGMA optimize` on closing keeps
-/// the planner's statistics current, as SQLite recommends, so that it keeps choosing the
-/// history indexes as the tables grow.
+/// pages they change in a sub-journal, which past 64 KiB would go to a file on disk,
+/// written and read back with system calls under load. `PRAGMA optimize` on closing
+/// keeps the planner's statistics current, as SQLite recommends, so that it keeps
+/// choosing the history indexes as the tables grow.
 pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
     let connect_options = SqliteConnectOptions::from_str(&options.url)?
         .create_if_missing(true)

@@ -5,11 +5,11 @@
 //! commit that holds it has succeeded, so the server's invariant holds: nothing is
 //! acknowledged before it is durable.
 //!
-//! Before, each write was a transaction with an fsync of its own, on whichever pool
-//! connection it got: at 400 games, a game's set-up and end took four fsyncs besides its
-//! moves' batches, and every commit from one connection emptied the page cache of all the
-//! others, which then read their pages again. One connection keeps its cache warm, and a
-//! commit writes each changed page once for every write of the group.
+//! Were each write a transaction with an fsync of its own, on whichever pool connection
+//! it got, a game's set-up and end would take four fsyncs besides its moves' batches, and
+//! every commit from one connection would empty the page cache of all the others, which
+//! then read their pages again. One connection keeps its cache warm, and a commit writes
+//! each changed page once for every write of the group.
 //!
 //! A write that fails, or is abandoned, is undone alone: its savepoint is rolled back
 //! before anything else runs on the connection (the first write of a transaction, which
