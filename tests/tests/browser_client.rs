@@ -591,7 +591,7 @@ async fn the_final_table_counts_inns_and_cathedrals_apart_from_roads_and_cities(
     page.wait_for("form.create").await;
     // The client's own table, given a breakdown as the server sends it: a road with an
     // inn (8), a plain road (3), a city with a cathedral (21) and a plain city (4).
-    page.eval("import('/scoring.js').then(({ scoreTable }) => { const feature = (kind, points, scorers, extra) => ({ kind, completed: true, points, scorers, tiles: [], figures: [], ...extra });
+    page.eval("import('/assets/scoring.js').then(({ scoreTable }) => { const feature = (kind, points, scorers, extra) => ({ kind, completed: true, points, scorers, tiles: [], figures: [], ...extra });
         const table = scoreTable({ breakdown: [feature('road', 8, [0], { inn: true }), feature('road', 3, [1]), feature('city', 21, [1], { cathedral: true }), feature('city', 4, [0])],
           seats: ['ann', 'bob'], finalScores: [12, 24], winners: [1], caption: 'Points by category' });
         table.id = 'table-under-test'; document.body.append(table); }), true")
