@@ -1,0 +1,278 @@
+//! The rows and records the store takes and returns: players, lobbies and their seats,
+//! moves, live games and their logs, and the history of finished matches.
+//!
+//! Plain data, with no behaviour beyond serde's: the crate root re-exports every type, so
+//! callers name them `carcassonne_store::LobbyRow` and so on. How each is written and read
+//! is the business of `queries/`, and how its values fit the columns of `convert`.
+
+use carcassonne_core::{Expansion, Move, Rules};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Milliseconds since the Unix epoch, UTC.
+pub type Millis = i64;
+
+/// A lasting player identity. The secret is only ever stored hashed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlayerRow {
+    pub id: Uuid,
+    pub display_name: String,
+    pub secret_hash: String,
+    pub created_at: Millis,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LobbyStatus {
+    /// Taking seats.
+    Open,
+    Playing,
+    Finished,
+    Cancelled,
+}
+
+/// A lobby's time control, chosen at creation (JSON in `lobbies.clock`). The store keeps
+/// it; the server runs the clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimeControl {
+    /// No clock: a turn may take as long as it likes.
+    #[default]
+    None,
+    /// Each turn has `per_turn_ms`; an overrun is taken from the seat's `reserve_ms`.
+    Turn { per_turn_ms: u64, reserve_ms: u64 },
+    /// Long turns (hours or days) and no reserve.
+    Correspondence { per_turn_ms: u64 },
+}
+
+/// Who plays a taken seat (`seats.control`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeatControl {
+    /// The player who took the seat (or, for a seat a bot took in the lobby, that bot).
+    #[default]
+    Human,
+    /// The player stopped playing; a bot plays the seat until the player takes it back.
+    Abandoned,
+    /// The player resigned; a bot plays the seat to the end, and the seat never wins.
+    Resigned,
+}
+
+/// Who made a move (`moves.origin`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoveOrigin {
+    /// The seat's own player.
+    #[default]
+    Player,
+    /// A bot, for a seat whose turn ran out.
+    Timeout,
+    /// A bot: one that holds the seat from the lobby on, or one playing an abandoned or
+    /// resigned seat.
+    Bot,
+}
+
+/// How a match ended (`matches.status`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchStatus {
+    /// Played to its last tile.
+    #[default]
+    Finished,
+    /// Ended early, scored as it stood, because no human played any of its seats any more.
+    Abandoned,
+}
+
+/// A lobby, which becomes a game with the same id when it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LobbyRow {
+    pub id: Uuid,
+    pub name: String,
+    pub public: bool,
+    /// The SHA-256 (lowercase hex, see [`sha256_hex`](crate::sha256_hex)) of the invite
+    /// code needed to join a private lobby; `None` for public ones. The code itself is
+    /// never stored.
+    pub invite_hash: Option<String>,
+    pub seat_count: u8,
+    pub rules: Rules,
+    /// The time control, chosen at creation.
+    pub clock: TimeControl,
+    pub status: LobbyStatus,
+    /// Set when the game starts: the stack is `deck::shuffled_stack(rules, seed)`.
+    pub seed: Option<u64>,
+    /// Set when the game starts: the salt of the deck commitment, 64 hex characters.
+    pub deck_salt: Option<String>,
+    /// The last update number written for this lobby or game.
+    pub seq: u64,
+    pub created_at: Millis,
+    pub started_at: Option<Millis>,
+    pub finished_at: Option<Millis>,
+}
+
+/// A taken seat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeatRow {
+    pub seat: u8,
+    pub display_name: String,
+    /// The lasting identity that joined, if the player was not a guest.
+    pub player_id: Option<Uuid>,
+    /// SHA-256 of the seat token, hex.
+    pub token_hash: String,
+    /// The seat of the player who created the lobby (who may start or cancel it).
+    pub creator: bool,
+    pub joined_at: Millis,
+    /// Who plays the seat now.
+    pub control: SeatControl,
+    /// The `seq` of the update that last changed `control` or `token_hash`; 0 when
+    /// neither has changed since the seat was taken.
+    pub control_seq: u64,
+    /// The level name of the bot that holds this seat from the lobby on (e.g. `greedy`);
+    /// `None` for a seat a person took. The store does not interpret it.
+    pub bot: Option<String>,
+}
+
+/// One accepted command of a game, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveRow {
+    pub seq: u64,
+    pub seat: u8,
+    /// The client-chosen command id, unique per game and seat.
+    pub command_id: String,
+    pub mv: Move,
+    pub created_at: Millis,
+    /// Who made the move.
+    pub origin: MoveOrigin,
+}
+
+/// What [`Store::stored_at`](crate::Store::stored_at) reads: enough to settle a write whose
+/// outcome was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAt {
+    /// The game's stored `seq`: the update number of its last write.
+    pub seq: u64,
+    /// The node that owns the game (cluster mode); `None` when no node does.
+    pub owner: Option<String>,
+    /// Whether the owner's lease is live by the database's clock (`alive_until >= now()`).
+    /// Always false without an owner.
+    pub owner_alive: bool,
+    /// The seat and command id of the move stored under the asked `seq`, if a move is.
+    pub command_at: Option<(u8, String)>,
+}
+
+/// An unfinished lobby or game, everything needed to bring it back to life.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveGame {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    /// In `seq` order.
+    pub moves: Vec<MoveRow>,
+}
+
+/// What [`Store::game_log`](crate::Store::game_log) reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GameLog {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    /// In `seq` order.
+    pub moves: Vec<MoveRow>,
+    /// The stored events of every other update, by `seq`, in `seq` order: each the JSON
+    /// text of an update's `events` array.
+    pub events: Vec<(u64, String)>,
+}
+
+/// A seat's result in a finished match.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchSeat {
+    pub seat: u8,
+    pub display_name: String,
+    pub player_id: Option<Uuid>,
+    pub score: u32,
+    pub winner: bool,
+    /// Whether the seat's player resigned before the end.
+    pub resigned: bool,
+}
+
+/// Everything written when a game ends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedMatch {
+    pub id: Uuid,
+    pub name: String,
+    pub rules: Rules,
+    pub started_at: Millis,
+    pub finished_at: Millis,
+    /// Played to the end, or abandoned.
+    pub status: MatchStatus,
+    /// Tiles placed, the start tile not counted.
+    pub tiles_placed: u32,
+    pub seats: Vec<MatchSeat>,
+    /// Per-feature scoring (the engine's `FeatureScored` events), as JSON.
+    pub breakdown: serde_json::Value,
+    /// The game record of `notation.md`, as JSON.
+    pub record: serde_json::Value,
+}
+
+/// A finished match as lists show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchSummary {
+    pub id: Uuid,
+    pub name: String,
+    pub rules: Rules,
+    pub player_count: u8,
+    pub started_at: Millis,
+    pub finished_at: Millis,
+    /// Played to the end, or abandoned.
+    pub status: MatchStatus,
+    pub tiles_placed: u32,
+    pub seats: Vec<MatchSeat>,
+    /// Whether the lobby was public; a private match is listed only on request.
+    pub public: bool,
+}
+
+/// One match with its scoring breakdown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchDetail {
+    pub summary: MatchSummary,
+    pub breakdown: serde_json::Value,
+}
+
+/// Filters for the match list; every given filter must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatchFilter {
+    /// Matches this player identity took a seat in.
+    pub player: Option<Uuid>,
+    /// Finished at or after.
+    pub from: Option<Millis>,
+    /// Finished before.
+    pub to: Option<Millis>,
+    /// Matches whose rules include every one of these expansions.
+    pub expansions: Vec<Expansion>,
+    /// Matches with exactly this many seats.
+    pub players: Option<u8>,
+    /// Matches that ended so.
+    pub status: Option<MatchStatus>,
+    /// List private matches too (for a player's own history); public ones only when
+    /// `false`.
+    pub include_private: bool,
+}
+
+/// Where a page of matches ends: lists run newest first by `(finished_at, id)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatchCursor {
+    pub finished_at: Millis,
+    pub id: Uuid,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchPage {
+    pub items: Vec<MatchSummary>,
+    /// Pass back to get the next page; `None` on the last page.
+    pub next: Option<MatchCursor>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlayerStats {
+    pub games: u64,
+    pub wins: u64,
+    /// Mean final score over the player's matches; 0 with no matches.
+    pub average_score: f64,
+}
