@@ -26,7 +26,7 @@ use sqlx::Row;
 use uuid::Uuid;
 
 use crate::StoreError;
-use crate::postgres::queries::SqlStore;
+use crate::queries::SqlStore;
 
 /// Who holds a live game's lease, as [`Store::lease_holder`](crate::Store::lease_holder)
 /// reads it.
@@ -58,7 +58,7 @@ fn check_node(node: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl SqlStore {
+impl SqlStore<sqlx::Postgres> {
     /// Takes game `game` for `node` when it has no owner, is already `node`'s, or its
     /// owner's lease lapsed. The same statement renews `node`'s own lease (never
     /// shortening it): a node that takes a game is alive, and must not look dead to

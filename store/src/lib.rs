@@ -42,7 +42,8 @@
 //! `postgres://` URLs use Postgres, `sqlite:` URLs an SQLite file (WAL mode, created when
 //! missing). Each has its own migrations folder (`migrations/postgres`,
 //! `migrations/sqlite`) with the same tables in that database's types, and both run the
-//! same SQL: the queries in `queries/` are compiled once per driver. Migrations are
+//! same SQL: the queries in `queries/` are generic over the driver, and the little that
+//! differs is said once per backend, in `sqlite.rs` and `postgres.rs`. Migrations are
 //! embedded in the binary and applied by [`Store::connect`].
 
 mod convert;
@@ -52,6 +53,7 @@ mod leases;
 mod match_query;
 mod options;
 mod postgres;
+mod queries;
 mod records;
 mod schema;
 mod sqlite;
@@ -59,6 +61,7 @@ mod sqlite;
 use uuid::Uuid;
 
 use group_commit::MoveWriter;
+use queries::SqlStore;
 
 pub use leases::LeaseHolder;
 pub use options::StoreOptions;
@@ -237,15 +240,15 @@ macro_rules! on_postgres {
     };
 }
 
-/// The same queries, compiled once per database driver.
+/// The same queries, on one database driver or the other.
 #[derive(Clone, Debug)]
 enum BackendStore {
-    Postgres(postgres::queries::SqlStore),
-    Sqlite(sqlite::queries::SqlStore),
+    Postgres(SqlStore<sqlx::Postgres>),
+    Sqlite(SqlStore<sqlx::Sqlite>),
 }
 
 /// Evaluates `$call` with `$db` bound to the `SqlStore` of whichever backend `$backend`
-/// (a `&BackendStore`) is: the two have methods of the same names and types.
+/// (a `&BackendStore`) is: `$call` compiles once for each driver's `SqlStore`.
 macro_rules! each_backend {
     ($backend:expr, $db:ident => $call:expr) => {
         match $backend {
@@ -331,7 +334,7 @@ impl Store {
     /// Runs one call of the store, failing with [`StoreError::Unavailable`] when it takes
     /// longer than the operation timeout. The call's future is then dropped where it
     /// stands: an open transaction is rolled back and its connection handed back to the
-    /// pool, which closes it if it does not answer promptly (see `queries::pool_options`).
+    /// pool, which closes it if it does not answer promptly (see `SqlStore::pool_options`).
     async fn bounded<T>(
         &self,
         operation: &'static str,

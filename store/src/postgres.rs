@@ -1,81 +1,111 @@
-//! The Postgres backend: its connection settings, and the shared queries compiled for it.
+//! The Postgres backend: its connection settings, what its queries do differently (the
+//! [`SqlBackend`] of `sqlx::Postgres`), and how it writes a batch of moves.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions, PgQueryResult, PgRow};
 use sqlx::{Connection, Row};
-
-use std::collections::HashSet;
-
 use uuid::Uuid;
 
 use crate::convert::{TextColumn, fit};
 use crate::error::BatchFailure;
+use crate::queries::{SqlBackend, SqlStore};
 use crate::{Backend, MoveRow, StoreError, StoreOptions, schema};
 
-/// The driver the shared queries in `queries/` are compiled for in this module.
-pub(crate) type Db = sqlx::Postgres;
+impl SqlBackend for sqlx::Postgres {
+    /// Postgres locks rows as statements reach them, so a plain transaction is enough for
+    /// writes.
+    const BEGIN_WRITE: &'static str = "BEGIN";
 
-/// Postgres locks rows as statements reach them, so a plain transaction is enough for
-/// writes.
-pub(crate) const BEGIN_WRITE: &str = "BEGIN";
+    /// Reads that take several statements (a page and its seats) see one snapshot.
+    const BEGIN_SNAPSHOT: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
-/// Postgres's writers lock only the rows they change, and need not take turns: each
-/// write is a transaction of its own, and the moves' batches run on their own connection.
-pub(crate) const WRITES_COMMIT_TOGETHER: bool = false;
+    /// Postgres's writers lock only the rows they change, and need not take turns: each
+    /// write is a transaction of its own, and the moves' batches run on their own
+    /// connection.
+    const WRITES_COMMIT_TOGETHER: bool = false;
 
-/// Reads that take several statements (a page and its seats) see one snapshot.
-pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    /// True on a connection outside any transaction block. A simple query outside a block
+    /// is a transaction of its own, which starts with the statement; inside a block left
+    /// open, the transaction started earlier.
+    const OUTSIDE_TRANSACTION: &'static str = "SELECT now() = statement_timestamp()";
 
-/// True on a connection outside any transaction block. A simple query outside a block is
-/// a transaction of its own, which starts with the statement; inside a block left open,
-/// the transaction started earlier.
-pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT now() = statement_timestamp()";
+    /// Run on the batches' connection (see `SqlStore::write_batch_alone`). The batch
+    /// statement's plan is the one Postgres caches after a few executions, made from the
+    /// statistics of that moment: on a new database that is a table of a few lobbies,
+    /// which a sequential scan reads more cheaply than the primary key, and the plan
+    /// stayed so while the table grew. Each statement then read every lobby, finished ones
+    /// included, evaluating the guard's filter on each (`auto_explain` shows it). The batch
+    /// only ever reaches lobbies by their key, so on this one session the planner is told
+    /// to scan a table whole only when nothing else can serve.
+    const WRITER_SESSION: &'static str = "SET enable_seqscan = off";
 
-/// Put before a query to get its plan instead of its rows.
-pub(crate) const EXPLAIN: &str = "EXPLAIN";
+    const EXPLAIN: &'static str = "EXPLAIN";
 
-/// A lobby's status and `seq`, and whether another node owns it: live, with an owner that
-/// is not the node this session names (see migration 4). Read when a guarded write
-/// changed nothing, to say why.
-pub(crate) const LOBBY_STATE: &str = "\
-    SELECT status, seq, owner_node, \
-           (status IN ('open', 'playing') AND owner_node IS NOT NULL \
-            AND owner_node IS DISTINCT FROM current_setting('carcassonne.node', true)) \
-           AS fenced \
-    FROM lobbies WHERE id = $1";
+    /// Whether another node owns the lobby: it is live, with an owner that is not the node
+    /// this session names (see migration 4).
+    const LOBBY_STATE: &'static str = "\
+        SELECT status, seq, owner_node, \
+               (status IN ('open', 'playing') AND owner_node IS NOT NULL \
+                AND owner_node IS DISTINCT FROM current_setting('carcassonne.node', true)) \
+               AS fenced \
+        FROM lobbies WHERE id = $1";
 
-/// What `Store::stored_at` reads: a game's `seq`, its owner and whether the owner's lease
-/// is live on this database's clock, and the command of the move stored under `$2`.
-pub(crate) const STORED_AT: &str = "\
-    SELECT lobbies.seq, lobbies.owner_node, \
-           COALESCE(cluster_nodes.alive_until >= now(), FALSE) AS owner_alive, \
-           moves.seat, moves.command_id \
-    FROM lobbies \
-    LEFT JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
-    LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
-    WHERE lobbies.id = $1";
+    /// Whether the owner's lease is live is read on this database's clock.
+    const STORED_AT: &'static str = "\
+        SELECT lobbies.seq, lobbies.owner_node, \
+               COALESCE(cluster_nodes.alive_until >= now(), FALSE) AS owner_alive, \
+               moves.seat, moves.command_id \
+        FROM lobbies \
+        LEFT JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
+        LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
+        WHERE lobbies.id = $1";
 
-/// A new lobby belongs to the node that creates it (the session's `carcassonne.node`, set
-/// by a cluster node's store), from its first row: there is no moment in which another
-/// node could take it as a game without an owner. A single node's lobbies have none.
-pub(crate) const INSERT_LOBBY: &str = "\
-    INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-    status, seed, deck_salt, seq, created_at, started_at, finished_at, owner_node) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-    NULLIF(current_setting('carcassonne.node', true), ''))";
+    /// A new lobby belongs to the node that creates it (the session's `carcassonne.node`,
+    /// set by a cluster node's store), from its first row: there is no moment in which
+    /// another node could take it as a game without an owner. A single node's lobbies have
+    /// none.
+    const INSERT_LOBBY: &'static str = "\
+        INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
+        status, seed, deck_salt, seq, created_at, started_at, finished_at, owner_node) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+        NULLIF(current_setting('carcassonne.node', true), ''))";
 
-/// One line of the plan `EXPLAIN` returns: Postgres gives it as one text column.
-pub(crate) fn plan_line(row: &PgRow) -> Result<String, StoreError> {
-    Ok(row.try_get(0)?)
+    fn rows_affected(result: &PgQueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    /// Postgres gives each line of the plan as a row of one text column.
+    fn plan_line(row: &PgRow) -> Result<String, StoreError> {
+        Ok(row.try_get(0)?)
+    }
+
+    /// One transaction, one statement per 48 moves. Round trips are what a Postgres write
+    /// costs most, and a batch of any size takes a few.
+    async fn write_moves_together(
+        connection: &mut PgConnection,
+        moves: &[(Uuid, &MoveRow)],
+    ) -> Result<Vec<bool>, BatchFailure> {
+        // In a transaction rather than as lone statements, so that a write looks like every
+        // other on the wire (BEGIN ... COMMIT), a lost COMMIT reply is settled the same way,
+        // and the batch commits (and waits for its fsync) once.
+        let mut tx = connection
+            .begin_with(Self::BEGIN_WRITE)
+            .await
+            .map_err(BatchFailure::before_commit)?;
+        let mut written = HashSet::new();
+        for chunk in moves.chunks(MOST_MOVES_PER_STATEMENT) {
+            written.extend(write_chunk(&mut tx, chunk).await?);
+        }
+        tx.commit().await.map_err(BatchFailure::at_commit)?;
+        Ok(moves
+            .iter()
+            .map(|(game, _)| written.contains(game))
+            .collect())
+    }
 }
-
-// The same source files are compiled a second time in `sqlite.rs`, against the SQLite
-// driver: that is how one set of queries serves both backends with native types.
-#[allow(clippy::duplicate_mod)]
-#[path = "queries/mod.rs"]
-pub(crate) mod queries;
 
 /// Writes a batch of moves, each of a different game, in one statement: the guarded
 /// update of every game's `seq`, then the insert of the moves whose game it advanced.
@@ -112,17 +142,6 @@ const WRITE_MOVES: &str = "\
     FROM batch WHERE game_id IN (SELECT id FROM advanced) \
     RETURNING game_id";
 
-/// What the connection that writes the batches runs once, when it is opened (see
-/// `SqlStore::write_batch_alone`). The batch statement's plan is the one Postgres caches
-/// after a few executions, made from the statistics of that moment: on a new database
-/// that is a table of a few lobbies, which a sequential scan reads more cheaply than
-/// the primary key, and the plan stayed so while the table grew. Each statement then
-/// read every lobby, finished ones included, evaluating the guard's filter on each
-/// (`auto_explain` shows it). The batch only ever reaches lobbies by their key, so on
-/// this one session the planner is told to scan a table whole only when nothing else
-/// can serve.
-pub(crate) const WRITER_SESSION: &str = "SET enable_seqscan = off";
-
 /// The most moves one statement carries. sqlx does not set TCP_NODELAY, so a statement
 /// larger than the socket's send buffer (16 KiB by default on Linux) goes out in two
 /// writes, and Nagle's algorithm holds the second until Postgres acknowledges the first,
@@ -130,34 +149,9 @@ pub(crate) const WRITER_SESSION: &str = "SET enable_seqscan = off";
 /// 8 KiB.
 const MOST_MOVES_PER_STATEMENT: usize = 48;
 
-/// Writes moves of different games together on `connection`: one transaction, one
-/// statement per 48 moves. Round trips are what a Postgres write costs most, and a batch
-/// of any size takes a few.
-pub(crate) async fn write_moves_together(
-    connection: &mut PgConnection,
-    moves: &[(Uuid, &MoveRow)],
-) -> Result<Vec<bool>, BatchFailure> {
-    // In a transaction rather than as lone statements, so that a write looks like every
-    // other on the wire (BEGIN ... COMMIT), a lost COMMIT reply is settled the same way,
-    // and the batch commits (and waits for its fsync) once.
-    let mut tx = connection
-        .begin_with(BEGIN_WRITE)
-        .await
-        .map_err(BatchFailure::before_commit)?;
-    let mut written = HashSet::new();
-    for chunk in moves.chunks(MOST_MOVES_PER_STATEMENT) {
-        written.extend(write_chunk(&mut tx, chunk).await?);
-    }
-    tx.commit().await.map_err(BatchFailure::at_commit)?;
-    Ok(moves
-        .iter()
-        .map(|(game, _)| written.contains(game))
-        .collect())
-}
-
 /// One statement of a batch: the games whose move it wrote.
 async fn write_chunk(
-    tx: &mut sqlx::Transaction<'_, Db>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
     moves: &[(Uuid, &MoveRow)],
 ) -> Result<Vec<Uuid>, BatchFailure> {
     let mut columns = MoveColumns::default();
@@ -209,12 +203,14 @@ impl MoveColumns {
 /// Every pooled session gets the statement and idle-in-transaction timeouts. The
 /// migrations run first on a connection of their own without them, because a migration
 /// that rewrites a large table may rightly take longer than any one command should.
-pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
+pub(crate) async fn connect(
+    options: &StoreOptions,
+) -> Result<SqlStore<sqlx::Postgres>, StoreError> {
     let base = PgConnectOptions::from_str(&options.url)?.application_name("carcassonne-server");
     migrate(&base, options.acquire_timeout).await?;
     let (pool_options, connect_options) = session_options(options, base)?;
     let pool = pool_options.connect_with(connect_options).await?;
-    queries::SqlStore::new(pool)
+    SqlStore::new(pool)
 }
 
 /// The connections of the group-commit writer's pool.
@@ -225,13 +221,15 @@ const WRITER_CONNECTIONS: u32 = 4;
 /// detached (see `SqlStore::write_batch`), and the games' last writes run on the others
 /// beside them. Its connections are the server's like any other: the same timeouts and
 /// the same node name.
-pub(crate) fn connect_writer(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
+pub(crate) fn connect_writer(
+    options: &StoreOptions,
+) -> Result<SqlStore<sqlx::Postgres>, StoreError> {
     let base = PgConnectOptions::from_str(&options.url)?.application_name("carcassonne-server");
     let (pool_options, connect_options) = session_options(options, base)?;
     let pool = pool_options
         .max_connections(WRITER_CONNECTIONS)
         .connect_lazy_with(connect_options);
-    queries::SqlStore::new(pool)
+    SqlStore::new(pool)
 }
 
 /// What every session of the server's pools is opened with: the statement and idle
@@ -245,7 +243,7 @@ fn session_options(
         ("statement_timeout", timeout.as_str()),
         ("idle_in_transaction_session_timeout", timeout.as_str()),
     ]);
-    let mut pool_options = queries::pool_options(options);
+    let mut pool_options = SqlStore::pool_options(options);
     if let Some(node) = options.checked_node()? {
         let node = node.to_owned();
         pool_options = pool_options.after_connect(move |connection, _metadata| {

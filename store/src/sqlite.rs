@@ -1,86 +1,117 @@
-//! The SQLite backend: its connection settings, and the shared queries compiled for it.
+//! The SQLite backend: its connection settings, and what its queries do differently
+//! (the [`SqlBackend`] of `sqlx::Sqlite`).
 
 use std::str::FromStr;
 
 use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteRow, SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteQueryResult, SqliteRow,
+    SqliteSynchronous,
 };
+use uuid::Uuid;
 
 use crate::convert::{TextColumn, fit};
 use crate::error::BatchFailure;
+use crate::queries::{SqlBackend, SqlStore};
 use crate::{Backend, MoveRow, StoreError, StoreOptions, schema};
 
-/// The driver the shared queries in `queries/` are compiled for in this module.
-pub(crate) type Db = sqlx::Sqlite;
+impl SqlBackend for sqlx::Sqlite {
+    /// Takes the database's write lock at the start, waiting up to the busy timeout for it.
+    /// A deferred transaction that read first could instead fail outright at its first
+    /// write when another connection wrote in between (SQLITE_BUSY_SNAPSHOT).
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
 
-/// Takes the database's write lock at the start, waiting up to the busy timeout for it. A
-/// deferred transaction that read first could instead fail outright at its first write
-/// when another connection wrote in between (SQLITE_BUSY_SNAPSHOT).
-pub(crate) const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+    /// In WAL mode a deferred transaction reads from one snapshot from its first read on.
+    const BEGIN_SNAPSHOT: &'static str = "BEGIN";
 
-/// SQLite writes one transaction at a time, so every write of the store takes its turn
-/// on one connection, in a transaction shared with the writes around it, which commit
-/// together (see `queries/commit_groups.rs`).
-///
-/// With a transaction of its own per write on a connection of the pool, a connection
-/// that found the database locked would sleep in its busy handler (1, 2, 5, ... up to
-/// 100 ms) and try again, with no queue: under load they slept far more than they
-/// wrote, and the slowest moves were acknowledged seconds late. With turns taken in the
-/// process, the busy handler only waits for other processes.
-pub(crate) const WRITES_COMMIT_TOGETHER: bool = true;
+    /// SQLite writes one transaction at a time, so every write of the store takes its turn
+    /// on one connection, in a transaction shared with the writes around it, which commit
+    /// together (see `queries/commit_groups.rs`).
+    ///
+    /// With a transaction of its own per write on a connection of the pool, a connection
+    /// that found the database locked would sleep in its busy handler (1, 2, 5, ... up to
+    /// 100 ms) and try again, with no queue: under load they slept far more than they
+    /// wrote, and the slowest moves were acknowledged seconds late. With turns taken in
+    /// the process, the busy handler only waits for other processes.
+    const WRITES_COMMIT_TOGETHER: bool = true;
 
-/// In WAL mode a deferred transaction reads from one snapshot from its first read on.
-pub(crate) const BEGIN_SNAPSHOT: &str = "BEGIN";
+    /// SQLite's driver runs every command, `BEGIN` included, to the end on its worker
+    /// thread and counts transactions there, so an abandoned call never leaves a
+    /// transaction it does not know of, and a rollback it queued has run by the time the
+    /// check's query does.
+    const OUTSIDE_TRANSACTION: &'static str = "SELECT TRUE";
 
-/// SQLite's driver runs every command, `BEGIN` included, to the end on its worker thread
-/// and counts transactions there, so an abandoned call never leaves a transaction it does
-/// not know of, and a rollback it queued has run by the time the check's query does.
-pub(crate) const OUTSIDE_TRANSACTION: &str = "SELECT TRUE";
+    /// The connection that writes the batches is here the one that every write shares
+    /// (`WRITES_COMMIT_TOGETHER`). Its page cache holds 32 MiB instead of SQLite's 2 MiB.
+    /// A batch touches a page of the moves of every game it holds (each game's moves sit
+    /// together, in its key's order) and the lobby pages of those games, so the pages in
+    /// use grow with the games in play: at 400, SQLite's 500 pages no longer held them,
+    /// and the server kept reading them back from the files. 32 MiB is room for about
+    /// 8,000 games in play; the memory is taken only as pages are used.
+    const WRITER_SESSION: &'static str = "PRAGMA cache_size = -32768";
 
-/// What the connection that writes the batches runs once, when it is opened: here the
-/// one connection every write shares (`WRITES_COMMIT_TOGETHER`). Its page cache holds
-/// 32 MiB instead of SQLite's 2 MiB. A batch touches a page of the moves of every game
-/// it holds (each game's moves sit together, in its key's order) and the lobby pages
-/// of those games, so the pages in use grow with the games in play: at 400, SQLite's
-/// 500 pages no longer held them, and the server kept reading them back from the files.
-/// 32 MiB is room for about 8,000 games in play; the memory is taken only as pages are
-/// used.
-pub(crate) const WRITER_SESSION: &str = "PRAGMA cache_size = -32768";
+    const EXPLAIN: &'static str = "EXPLAIN QUERY PLAN";
 
-/// Put before a query to get its plan instead of its rows.
-pub(crate) const EXPLAIN: &str = "EXPLAIN QUERY PLAN";
+    /// An SQLite store is always the one node of its server, so no other node owns a game.
+    const LOBBY_STATE: &'static str =
+        "SELECT status, seq, owner_node, FALSE AS fenced FROM lobbies WHERE id = $1";
 
-/// A lobby's status and `seq`, read when a guarded write changed nothing, to say why.
-/// An SQLite store is always the one node of its server, so no other node owns a game.
-pub(crate) const LOBBY_STATE: &str =
-    "SELECT status, seq, owner_node, FALSE AS fenced FROM lobbies WHERE id = $1";
+    /// An SQLite store is always the one node of its server: no game has an owner.
+    const STORED_AT: &'static str = "\
+        SELECT lobbies.seq, lobbies.owner_node, FALSE AS owner_alive, \
+               moves.seat, moves.command_id \
+        FROM lobbies \
+        LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
+        WHERE lobbies.id = $1";
 
-/// What `Store::stored_at` reads: a game's `seq` and the command of the move stored under
-/// `$2`. An SQLite store is always the one node of its server: no game has an owner.
-pub(crate) const STORED_AT: &str = "\
-    SELECT lobbies.seq, lobbies.owner_node, FALSE AS owner_alive, \
-           moves.seat, moves.command_id \
-    FROM lobbies \
-    LEFT JOIN moves ON moves.game_id = lobbies.id AND moves.seq = $2 \
-    WHERE lobbies.id = $1";
+    /// A new lobby has no owner: an SQLite store is always the one node of its server.
+    const INSERT_LOBBY: &'static str = "\
+        INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
+        status, seed, deck_salt, seq, created_at, started_at, finished_at) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
-/// A new lobby has no owner: an SQLite store is always the one node of its server.
-pub(crate) const INSERT_LOBBY: &str = "\
-    INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-    status, seed, deck_salt, seq, created_at, started_at, finished_at) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+    fn rows_affected(result: &SqliteQueryResult) -> u64 {
+        result.rows_affected()
+    }
 
-/// One step of the plan `EXPLAIN QUERY PLAN` returns, from its `detail` column.
-pub(crate) fn plan_line(row: &SqliteRow) -> Result<String, StoreError> {
-    Ok(row.try_get("detail")?)
+    /// `EXPLAIN QUERY PLAN` gives each step of the plan in its `detail` column.
+    fn plan_line(row: &SqliteRow) -> Result<String, StoreError> {
+        Ok(row.try_get("detail")?)
+    }
+
+    /// Writes moves of different games together, inside the write in the shared
+    /// transaction that `connection` holds (see `queries/commit_groups.rs`): two statements
+    /// for the whole batch, which travels as one JSON array. Every statement is a trip to
+    /// sqlx's worker thread and back, so two per batch cost far less than two per move. A
+    /// game that refuses its move (ended, or its `seq` moved on) fails the whole batch
+    /// with a conflict, and the caller's write, dropped, is undone: the moves are then
+    /// written one by one to learn which.
+    async fn write_moves_together(
+        connection: &mut SqliteConnection,
+        moves: &[(Uuid, &MoveRow)],
+    ) -> Result<Vec<bool>, BatchFailure> {
+        let batch = moves_as_json(moves)?;
+        let advanced = sqlx::query(ADVANCE_GAMES)
+            .bind(&batch)
+            .execute(&mut *connection)
+            .await
+            .map_err(BatchFailure::before_commit)?
+            .rows_affected();
+        if advanced != moves.len() as u64 {
+            return Err(BatchFailure::from(StoreError::Conflict(format!(
+                "{} of a batch of {} games refused their move",
+                moves.len() as u64 - advanced,
+                moves.len()
+            ))));
+        }
+        sqlx::query(INSERT_MOVES)
+            .bind(&batch)
+            .execute(&mut *connection)
+            .await
+            .map_err(BatchFailure::before_commit)?;
+        Ok(vec![true; moves.len()])
+    }
 }
-
-// The same source files are compiled a second time in `postgres.rs`, against the Postgres
-// driver: that is how one set of queries serves both backends with native types.
-#[allow(clippy::duplicate_mod)]
-#[path = "queries/mod.rs"]
-pub(crate) mod queries;
 
 /// Advances the `seq` of every game of a batch (a JSON array bound as `$1`), each only
 /// if it is still playing and behind the move. The array is read as JSONB, SQLite's
@@ -100,39 +131,6 @@ const INSERT_MOVES: &str = "\
            value ->> 'command_id', value ->> 'move', value ->> 'created_at', value ->> 'origin' \
     FROM jsonb_each(jsonb($1))";
 
-/// Writes moves of different games together, inside the write in the shared transaction
-/// that `connection` holds (see `queries/commit_groups.rs`): two statements for the whole
-/// batch, which travels as one JSON array. Every statement is a trip to sqlx's worker
-/// thread and back, so two per batch cost far less than two per move. A game that
-/// refuses its move (ended, or its `seq` moved on) fails the whole batch with a
-/// conflict, and the caller's write, dropped, is undone: the moves are then written one
-/// by one to learn which.
-pub(crate) async fn write_moves_together(
-    connection: &mut SqliteConnection,
-    moves: &[(uuid::Uuid, &MoveRow)],
-) -> Result<Vec<bool>, BatchFailure> {
-    let batch = moves_as_json(moves)?;
-    let advanced = sqlx::query(ADVANCE_GAMES)
-        .bind(&batch)
-        .execute(&mut *connection)
-        .await
-        .map_err(BatchFailure::before_commit)?
-        .rows_affected();
-    if advanced != moves.len() as u64 {
-        return Err(BatchFailure::from(StoreError::Conflict(format!(
-            "{} of a batch of {} games refused their move",
-            moves.len() as u64 - advanced,
-            moves.len()
-        ))));
-    }
-    sqlx::query(INSERT_MOVES)
-        .bind(&batch)
-        .execute(&mut *connection)
-        .await
-        .map_err(BatchFailure::before_commit)?;
-    Ok(vec![true; moves.len()])
-}
-
 /// One move of a batch, as the statements above read it from JSON.
 #[derive(serde::Serialize)]
 struct BatchedMove<'a> {
@@ -148,7 +146,7 @@ struct BatchedMove<'a> {
     origin: &'static str,
 }
 
-fn moves_as_json(moves: &[(uuid::Uuid, &MoveRow)]) -> Result<String, StoreError> {
+fn moves_as_json(moves: &[(Uuid, &MoveRow)]) -> Result<String, StoreError> {
     let corrupt = |error: serde_json::Error| {
         StoreError::Corrupt(format!("a move does not serialize: {error}"))
     };
@@ -188,7 +186,7 @@ const PAGES_BETWEEN_CHECKPOINTS: &str = "8000";
 /// written and read back with system calls under load. `PRAGMA optimize` on closing
 /// keeps the planner's statistics current, as SQLite recommends, so that it keeps
 /// choosing the history indexes as the tables grow.
-pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore, StoreError> {
+pub(crate) async fn connect(options: &StoreOptions) -> Result<SqlStore<sqlx::Sqlite>, StoreError> {
     let connect_options = SqliteConnectOptions::from_str(&options.url)?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
@@ -198,11 +196,11 @@ pub(crate) async fn connect(options: &StoreOptions) -> Result<queries::SqlStore,
         .pragma("temp_store", "memory")
         .pragma("wal_autocheckpoint", PAGES_BETWEEN_CHECKPOINTS)
         .optimize_on_close(true, 400);
-    let pool = queries::pool_options(options)
+    let pool = SqlStore::pool_options(options)
         .connect_with(connect_options)
         .await?;
     schema::migrator(Backend::Sqlite).run(&pool).await?;
-    queries::SqlStore::new(pool)
+    SqlStore::new(pool)
 }
 
 #[cfg(test)]

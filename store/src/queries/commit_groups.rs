@@ -22,22 +22,22 @@
 
 use std::sync::Arc;
 
-use sqlx::Connection;
+use sqlx::{Connection, Executor};
 use tokio::sync::{Mutex, OwnedMutexGuard, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
-use super::{BEGIN_WRITE, Db, DbConnection, detached_writer_connection};
+use super::{SqlBackend, detached_writer_connection};
 use crate::StoreError;
 
 /// The writer's connection, shared by every write of a store, and the thread that
 /// commits what they write.
 #[derive(Debug)]
-pub(super) struct CommitGroups {
-    writer: Arc<Mutex<Writer>>,
+pub(super) struct CommitGroups<DB: SqlBackend> {
+    writer: Arc<Mutex<Writer<DB>>>,
     /// Held by the first writers other than the move writer's batches, from before they
     /// wait for their turn until their write ends.
     others: Arc<Semaphore>,
     wake_committer: mpsc::Sender<()>,
-    pool: sqlx::Pool<Db>,
+    pool: sqlx::Pool<DB>,
 }
 
 /// Who asks to write: the move writer's batches go ahead of all but the first few others.
@@ -54,11 +54,11 @@ pub(super) enum WriterKind {
 const OTHERS_AHEAD_OF_A_BATCH: usize = 8;
 
 /// The state behind the writers' turns.
-#[derive(Debug, Default)]
-struct Writer {
+#[derive(Debug)]
+struct Writer<DB: SqlBackend> {
     /// Taken from the pool and detached from it; `None` until the first write, and after
     /// a failure closed it.
-    connection: Option<DbConnection>,
+    connection: Option<DB::Connection>,
     /// Whether the connection is inside the shared transaction.
     in_transaction: bool,
     /// What the last write left to undo: it ended without committing.
@@ -78,11 +78,27 @@ enum Undo {
     Transaction,
 }
 
-impl CommitGroups {
+// By hand: a derived `Default` would need the driver's type to be `Default`.
+impl<DB: SqlBackend> Default for Writer<DB> {
+    fn default() -> Writer<DB> {
+        Writer {
+            connection: None,
+            in_transaction: false,
+            to_undo: None,
+            waiting: Vec::new(),
+            closed: false,
+        }
+    }
+}
+
+impl<DB: SqlBackend> CommitGroups<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     /// Starts the committer on a thread of its own, so that a commit never waits behind
     /// the tasks of a busy runtime: every write's answer waits for it. The thread stops
     /// once the store (with every write it started) is gone, after a last commit.
-    pub(super) fn start(pool: sqlx::Pool<Db>) -> Result<CommitGroups, StoreError> {
+    pub(super) fn start(pool: sqlx::Pool<DB>) -> Result<CommitGroups<DB>, StoreError> {
         let writer = Arc::new(Mutex::new(Writer::default()));
         let (wake_committer, wakes) = mpsc::channel(1);
         let unstarted = |error: std::io::Error| {
@@ -106,7 +122,7 @@ impl CommitGroups {
 
     /// Waits for the connection, in the order asked (see [`WriterKind`]), and starts a
     /// write on it: the shared transaction if none is open, else a savepoint in it.
-    pub(super) async fn begin(&self, kind: WriterKind) -> Result<GroupWrite, StoreError> {
+    pub(super) async fn begin(&self, kind: WriterKind) -> Result<GroupWrite<DB>, StoreError> {
         let place = match kind {
             WriterKind::Batch => None,
             WriterKind::Other => {
@@ -125,7 +141,7 @@ impl CommitGroups {
         let savepoint = writer.in_transaction;
         let (begin, undo) = match savepoint {
             true => ("SAVEPOINT write", Undo::Savepoint),
-            false => (BEGIN_WRITE, Undo::Transaction),
+            false => (DB::BEGIN_WRITE, Undo::Transaction),
         };
         // Should this call be abandoned while its `BEGIN` or `SAVEPOINT` is in flight,
         // the statement still runs, and the next turn undoes it.
@@ -158,7 +174,12 @@ impl CommitGroups {
 
 /// The committer: each time a write ends, it waits for its turn on the connection (after
 /// the writes already queued, which so join the group) and commits.
-async fn commit_when_woken(writer: Arc<Mutex<Writer>>, mut wakes: mpsc::Receiver<()>) {
+async fn commit_when_woken<DB: SqlBackend>(
+    writer: Arc<Mutex<Writer<DB>>>,
+    mut wakes: mpsc::Receiver<()>,
+) where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     while wakes.recv().await.is_some() {
         writer.lock().await.settle_and_commit().await;
     }
@@ -169,11 +190,16 @@ async fn commit_when_woken(writer: Arc<Mutex<Writer>>, mut wakes: mpsc::Receiver
 /// and only `abandon` takes it, never while a write holds it.
 const HELD_BY_THE_WRITE: &str = "a write holds the connection from its start to its end";
 
-impl Writer {
-    fn connection(&mut self) -> &mut DbConnection {
+impl<DB: SqlBackend> Writer<DB> {
+    fn connection(&mut self) -> &mut DB::Connection {
         self.connection.as_mut().expect(HELD_BY_THE_WRITE)
     }
+}
 
+impl<DB: SqlBackend> Writer<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     async fn execute(&mut self, statements: &'static str) -> Result<(), sqlx::Error> {
         sqlx::raw_sql(statements).execute(self.connection()).await?;
         Ok(())
@@ -236,8 +262,8 @@ impl Writer {
 /// One write in the shared transaction: it holds the connection until it commits or is
 /// dropped, and a drop without a commit leaves it to be undone.
 #[derive(Debug)]
-pub(super) struct GroupWrite {
-    writer: OwnedMutexGuard<Writer>,
+pub(super) struct GroupWrite<DB: SqlBackend> {
+    writer: OwnedMutexGuard<Writer<DB>>,
     /// Whether the write runs in a savepoint, rather than as the transaction's first.
     savepoint: bool,
     committed: bool,
@@ -245,7 +271,10 @@ pub(super) struct GroupWrite {
     _place_among_others: Option<OwnedSemaphorePermit>,
 }
 
-impl GroupWrite {
+impl<DB: SqlBackend> GroupWrite<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     /// Ends the write and waits for the commit that holds it.
     pub(super) async fn commit(mut self) -> Result<(), StoreError> {
         if self.savepoint {
@@ -261,21 +290,21 @@ impl GroupWrite {
     }
 }
 
-impl std::ops::Deref for GroupWrite {
-    type Target = DbConnection;
+impl<DB: SqlBackend> std::ops::Deref for GroupWrite<DB> {
+    type Target = DB::Connection;
 
-    fn deref(&self) -> &DbConnection {
+    fn deref(&self) -> &DB::Connection {
         self.writer.connection.as_ref().expect(HELD_BY_THE_WRITE)
     }
 }
 
-impl std::ops::DerefMut for GroupWrite {
-    fn deref_mut(&mut self) -> &mut DbConnection {
+impl<DB: SqlBackend> std::ops::DerefMut for GroupWrite<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
         self.writer.connection()
     }
 }
 
-impl Drop for GroupWrite {
+impl<DB: SqlBackend> Drop for GroupWrite<DB> {
     fn drop(&mut self) {
         if !self.committed {
             self.writer.to_undo = Some(match self.savepoint {

@@ -1,17 +1,17 @@
 //! The history of finished matches: writing a result, listing, detail and statistics.
 
-use carcassonne_core::Rules;
+use carcassonne_core::{Move, Rules};
 use sqlx::query::Query;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, Database, Row};
+use sqlx::{AssertSqlSafe, ColumnIndex, Database, Decode, Executor, Row};
 use uuid::Uuid;
 
-use super::{Db, DbRow, EXPLAIN, SqlStore, Tx, group_rows, plan_line};
+use super::{Bind, Column, SqlBackend, SqlStore, Tx};
 use crate::convert::{TextColumn, expansions_mask, fit};
 use crate::match_query::{MatchListQuery, Param, match_list_query, placeholders, values_rows};
 use crate::{
     FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchSeat,
-    MatchStatus, MatchSummary, PlayerStats, StoreError,
+    MatchStatus, MatchSummary, PlayerStats, StoreError, TimeControl,
 };
 
 /// Matches written per multi-row `INSERT` when importing: few enough that the statement
@@ -21,10 +21,32 @@ const MATCHES_PER_INSERT: usize = 100;
 /// Seat rows written per multi-row `INSERT`, 8 parameters each.
 const SEATS_PER_INSERT: usize = 500;
 
-/// A query on this backend, before or after its parameters are bound.
-type DbQuery<'q> = Query<'q, Db, <Db as Database>::Arguments>;
+/// A query on driver `DB`, before or after its parameters are bound.
+type DbQuery<'q, DB> = Query<'q, DB, <DB as Database>::Arguments>;
 
-impl SqlStore {
+impl<DB: SqlBackend> SqlStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'a> &'a str: Bind<DB> + Decode<'a, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+    Uuid: Column<DB>,
+    String: Column<DB>,
+    bool: Column<DB>,
+    i16: Column<DB>,
+    i32: Column<DB>,
+    i64: Column<DB>,
+    Option<Uuid>: Bind<DB>,
+    Option<String>: Bind<DB>,
+    Option<i64>: Bind<DB>,
+    Json<Rules>: Column<DB>,
+    Json<TimeControl>: Column<DB>,
+    Json<Move>: Column<DB>,
+    Json<serde_json::Value>: Column<DB>,
+    for<'a> Json<&'a Rules>: Bind<DB>,
+    for<'a> Json<&'a TimeControl>: Bind<DB>,
+    for<'a> Json<&'a Move>: Bind<DB>,
+    for<'a> Json<&'a serde_json::Value>: Bind<DB>,
+{
     /// Fetches one row more than the page holds: its presence is what says there is a
     /// next page, without a second query or a final empty page.
     pub(crate) async fn matches(
@@ -35,15 +57,15 @@ impl SqlStore {
     ) -> Result<MatchPage, StoreError> {
         let (page_size, query) = page_query(filter, after, limit);
         let mut tx = self.begin_snapshot().await?;
-        let rows = bind_params(sqlx::query(AssertSqlSafe(query.sql)), &query.params)
+        let rows = Self::bind_params(sqlx::query(AssertSqlSafe(query.sql)), &query.params)
             .fetch_all(&mut *tx)
             .await?;
         let mut items = rows
             .iter()
-            .map(summary_from_row)
+            .map(Self::summary_from_row)
             .collect::<Result<Vec<_>, _>>()?;
         let next = cut_to_page(&mut items, page_size);
-        fill_seats(&mut tx, &mut items).await?;
+        Self::fill_seats(&mut tx, &mut items).await?;
         tx.commit().await?;
         Ok(MatchPage { items, next })
     }
@@ -55,11 +77,11 @@ impl SqlStore {
         limit: u32,
     ) -> Result<String, StoreError> {
         let (_, query) = page_query(filter, after, limit);
-        let sql = format!("{EXPLAIN} {}", query.sql);
-        let rows = bind_params(sqlx::query(AssertSqlSafe(sql)), &query.params)
+        let sql = format!("{} {}", DB::EXPLAIN, query.sql);
+        let rows = Self::bind_params(sqlx::query(AssertSqlSafe(sql)), &query.params)
             .fetch_all(&self.pool)
             .await?;
-        let lines: Vec<String> = rows.iter().map(plan_line).collect::<Result<_, _>>()?;
+        let lines: Vec<String> = rows.iter().map(DB::plan_line).collect::<Result<_, _>>()?;
         Ok(lines.join("\n"))
     }
 
@@ -77,8 +99,8 @@ impl SqlStore {
             return Ok(None);
         };
         let breakdown = row.try_get::<Json<serde_json::Value>, _>("breakdown")?.0;
-        let mut summaries = [summary_from_row(&row)?];
-        fill_seats(&mut tx, &mut summaries).await?;
+        let mut summaries = [Self::summary_from_row(&row)?];
+        Self::fill_seats(&mut tx, &mut summaries).await?;
         tx.commit().await?;
         let [summary] = summaries;
         Ok(Some(MatchDetail { summary, breakdown }))
@@ -110,124 +132,182 @@ impl SqlStore {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(stats_from_row).transpose()
+        row.as_ref().map(Self::stats_from_row).transpose()
     }
 
     pub(crate) async fn import_matches(&self, matches: &[FinishedMatch]) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        insert_matches(&mut tx, matches).await?;
+        Self::insert_matches(&mut tx, matches).await?;
         tx.commit().await?;
         Ok(())
     }
-}
 
-/// Writes the history rows of finished matches: `matches`, `match_records` and one
-/// `match_players` row per seat, in multi-row statements.
-pub(super) async fn insert_matches(
-    tx: &mut Tx,
-    matches: &[FinishedMatch],
-) -> Result<(), StoreError> {
-    for chunk in matches.chunks(MATCHES_PER_INSERT) {
-        insert_match_rows(tx, chunk).await?;
-        insert_record_rows(tx, chunk).await?;
-        let seats: Vec<(&FinishedMatch, &MatchSeat)> = chunk
-            .iter()
-            .flat_map(|result| result.seats.iter().map(move |seat| (result, seat)))
-            .collect();
-        for seat_chunk in seats.chunks(SEATS_PER_INSERT) {
-            insert_seat_rows(tx, seat_chunk).await?;
+    /// Writes the history rows of finished matches: `matches`, `match_records` and one
+    /// `match_players` row per seat, in multi-row statements.
+    pub(super) async fn insert_matches(
+        tx: &mut Tx<DB>,
+        matches: &[FinishedMatch],
+    ) -> Result<(), StoreError> {
+        for chunk in matches.chunks(MATCHES_PER_INSERT) {
+            Self::insert_match_rows(tx, chunk).await?;
+            Self::insert_record_rows(tx, chunk).await?;
+            let seats: Vec<(&FinishedMatch, &MatchSeat)> = chunk
+                .iter()
+                .flat_map(|result| result.seats.iter().map(move |seat| (result, seat)))
+                .collect();
+            for seat_chunk in seats.chunks(SEATS_PER_INSERT) {
+                Self::insert_seat_rows(tx, seat_chunk).await?;
+            }
         }
+        Ok(())
     }
-    Ok(())
-}
 
-async fn insert_match_rows(tx: &mut Tx, chunk: &[FinishedMatch]) -> Result<(), StoreError> {
-    let sql = format!(
-        "INSERT INTO matches (id, name, rules, expansions, player_count, started_at, \
-         finished_at, status, tiles_placed) VALUES {}",
-        values_rows(chunk.len(), 9)
-    );
-    let mut query = sqlx::query(AssertSqlSafe(sql));
-    for result in chunk {
-        query = query
-            .bind(result.id)
-            .bind(&result.name)
-            .bind(Json(&result.rules))
-            .bind(expansions_mask(&result.rules.expansions))
-            .bind(fit::<usize, i16>(result.seats.len(), "player count")?)
-            .bind(result.started_at)
-            .bind(result.finished_at)
-            .bind(result.status.to_column())
-            .bind(fit::<u32, i32>(result.tiles_placed, "tiles placed")?);
+    async fn insert_match_rows(tx: &mut Tx<DB>, chunk: &[FinishedMatch]) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO matches (id, name, rules, expansions, player_count, started_at, \
+             finished_at, status, tiles_placed) VALUES {}",
+            values_rows(chunk.len(), 9)
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for result in chunk {
+            query = query
+                .bind(result.id)
+                .bind(&result.name)
+                .bind(Json(&result.rules))
+                .bind(expansions_mask(&result.rules.expansions))
+                .bind(fit::<usize, i16>(result.seats.len(), "player count")?)
+                .bind(result.started_at)
+                .bind(result.finished_at)
+                .bind(result.status.to_column())
+                .bind(fit::<u32, i32>(result.tiles_placed, "tiles placed")?);
+        }
+        query.execute(&mut **tx).await?;
+        Ok(())
     }
-    query.execute(&mut **tx).await?;
-    Ok(())
-}
 
-async fn insert_record_rows(tx: &mut Tx, chunk: &[FinishedMatch]) -> Result<(), StoreError> {
-    let sql = format!(
-        "INSERT INTO match_records (match_id, breakdown, record) VALUES {}",
-        values_rows(chunk.len(), 3)
-    );
-    let mut query = sqlx::query(AssertSqlSafe(sql));
-    for result in chunk {
-        query = query
-            .bind(result.id)
-            .bind(Json(&result.breakdown))
-            .bind(Json(&result.record));
+    async fn insert_record_rows(
+        tx: &mut Tx<DB>,
+        chunk: &[FinishedMatch],
+    ) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO match_records (match_id, breakdown, record) VALUES {}",
+            values_rows(chunk.len(), 3)
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for result in chunk {
+            query = query
+                .bind(result.id)
+                .bind(Json(&result.breakdown))
+                .bind(Json(&result.record));
+        }
+        query.execute(&mut **tx).await?;
+        Ok(())
     }
-    query.execute(&mut **tx).await?;
-    Ok(())
-}
 
-async fn insert_seat_rows(
-    tx: &mut Tx,
-    seats: &[(&FinishedMatch, &MatchSeat)],
-) -> Result<(), StoreError> {
-    if seats.is_empty() {
-        return Ok(());
+    async fn insert_seat_rows(
+        tx: &mut Tx<DB>,
+        seats: &[(&FinishedMatch, &MatchSeat)],
+    ) -> Result<(), StoreError> {
+        if seats.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "INSERT INTO match_players (match_id, seat, display_name, player_id, score, winner, \
+             resigned, finished_at) VALUES {}",
+            values_rows(seats.len(), 8)
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for (result, seat) in seats {
+            query = query
+                .bind(result.id)
+                .bind(i16::from(seat.seat))
+                .bind(&seat.display_name)
+                .bind(seat.player_id)
+                .bind(fit::<u32, i32>(seat.score, "score")?)
+                .bind(seat.winner)
+                .bind(seat.resigned)
+                .bind(result.finished_at);
+        }
+        query.execute(&mut **tx).await?;
+        Ok(())
     }
-    let sql = format!(
-        "INSERT INTO match_players (match_id, seat, display_name, player_id, score, winner, \
-         resigned, finished_at) VALUES {}",
-        values_rows(seats.len(), 8)
-    );
-    let mut query = sqlx::query(AssertSqlSafe(sql));
-    for (result, seat) in seats {
-        query = query
-            .bind(result.id)
-            .bind(i16::from(seat.seat))
-            .bind(&seat.display_name)
-            .bind(seat.player_id)
-            .bind(fit::<u32, i32>(seat.score, "score")?)
-            .bind(seat.winner)
-            .bind(seat.resigned)
-            .bind(result.finished_at);
-    }
-    query.execute(&mut **tx).await?;
-    Ok(())
-}
 
-/// Reads the seats of every match in `summaries`, in one query, into their summaries.
-async fn fill_seats(tx: &mut Tx, summaries: &mut [MatchSummary]) -> Result<(), StoreError> {
-    if summaries.is_empty() {
-        return Ok(());
+    /// Reads the seats of every match in `summaries`, in one query, into their summaries.
+    async fn fill_seats(tx: &mut Tx<DB>, summaries: &mut [MatchSummary]) -> Result<(), StoreError> {
+        if summaries.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "SELECT match_id, seat, display_name, player_id, score, winner, resigned \
+             FROM match_players WHERE match_id IN ({}) ORDER BY match_id, seat",
+            placeholders(1, summaries.len())
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for summary in summaries.iter() {
+            query = query.bind(summary.id);
+        }
+        let rows = query.fetch_all(&mut **tx).await?;
+        let mut seats = Self::group_rows(&rows, "match_id", Self::match_seat_from_row)?;
+        for summary in summaries {
+            summary.seats = seats.remove(&summary.id).unwrap_or_default();
+        }
+        Ok(())
     }
-    let sql = format!(
-        "SELECT match_id, seat, display_name, player_id, score, winner, resigned \
-         FROM match_players WHERE match_id IN ({}) ORDER BY match_id, seat",
-        placeholders(1, summaries.len())
-    );
-    let mut query = sqlx::query(AssertSqlSafe(sql));
-    for summary in summaries.iter() {
-        query = query.bind(summary.id);
+
+    fn bind_params<'q>(mut query: DbQuery<'q, DB>, params: &[Param]) -> DbQuery<'q, DB> {
+        for param in params {
+            query = match *param {
+                Param::Uuid(value) => query.bind(value),
+                Param::BigInt(value) => query.bind(value),
+                Param::SmallInt(value) => query.bind(value),
+                Param::Text(value) => query.bind(value),
+            };
+        }
+        query
     }
-    let rows = query.fetch_all(&mut **tx).await?;
-    let mut seats = group_rows(&rows, "match_id", match_seat_from_row)?;
-    for summary in summaries {
-        summary.seats = seats.remove(&summary.id).unwrap_or_default();
+
+    /// A summary without its seats, which `fill_seats` adds.
+    fn summary_from_row(row: &DB::Row) -> Result<MatchSummary, StoreError> {
+        Ok(MatchSummary {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            rules: row.try_get::<Json<Rules>, _>("rules")?.0,
+            player_count: fit(row.try_get::<i16, _>("player_count")?, "player count")?,
+            started_at: row.try_get("started_at")?,
+            finished_at: row.try_get("finished_at")?,
+            status: MatchStatus::from_column(row.try_get("status")?)?,
+            tiles_placed: fit(row.try_get::<i32, _>("tiles_placed")?, "tiles placed")?,
+            seats: Vec::new(),
+            public: row.try_get("is_public")?,
+        })
     }
-    Ok(())
+
+    fn match_seat_from_row(row: &DB::Row) -> Result<MatchSeat, StoreError> {
+        Ok(MatchSeat {
+            seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
+            display_name: row.try_get("display_name")?,
+            player_id: row.try_get("player_id")?,
+            score: fit(row.try_get::<i32, _>("score")?, "score")?,
+            winner: row.try_get("winner")?,
+            resigned: row.try_get("resigned")?,
+        })
+    }
+
+    fn stats_from_row(row: &DB::Row) -> Result<PlayerStats, StoreError> {
+        let games: u64 = fit(row.try_get::<i64, _>("games")?, "games")?;
+        let wins: u64 = fit(row.try_get::<i64, _>("wins")?, "wins")?;
+        let total_score: i64 = row.try_get("total_score")?;
+        let average_score = if games == 0 {
+            0.0
+        } else {
+            total_score as f64 / games as f64
+        };
+        Ok(PlayerStats {
+            games,
+            wins,
+            average_score,
+        })
+    }
 }
 
 /// The page size `limit` asks for, within bounds, and the query for such a page.
@@ -251,60 +331,5 @@ fn cut_to_page(items: &mut Vec<MatchSummary>, page_size: usize) -> Option<MatchC
     items.last().map(|last| MatchCursor {
         finished_at: last.finished_at,
         id: last.id,
-    })
-}
-
-fn bind_params<'q>(mut query: DbQuery<'q>, params: &[Param]) -> DbQuery<'q> {
-    for param in params {
-        query = match *param {
-            Param::Uuid(value) => query.bind(value),
-            Param::BigInt(value) => query.bind(value),
-            Param::SmallInt(value) => query.bind(value),
-            Param::Text(value) => query.bind(value),
-        };
-    }
-    query
-}
-
-/// A summary without its seats, which `fill_seats` adds.
-fn summary_from_row(row: &DbRow) -> Result<MatchSummary, StoreError> {
-    Ok(MatchSummary {
-        id: row.try_get("id")?,
-        name: row.try_get("name")?,
-        rules: row.try_get::<Json<Rules>, _>("rules")?.0,
-        player_count: fit(row.try_get::<i16, _>("player_count")?, "player count")?,
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
-        status: MatchStatus::from_column(row.try_get("status")?)?,
-        tiles_placed: fit(row.try_get::<i32, _>("tiles_placed")?, "tiles placed")?,
-        seats: Vec::new(),
-        public: row.try_get("is_public")?,
-    })
-}
-
-fn match_seat_from_row(row: &DbRow) -> Result<MatchSeat, StoreError> {
-    Ok(MatchSeat {
-        seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
-        display_name: row.try_get("display_name")?,
-        player_id: row.try_get("player_id")?,
-        score: fit(row.try_get::<i32, _>("score")?, "score")?,
-        winner: row.try_get("winner")?,
-        resigned: row.try_get("resigned")?,
-    })
-}
-
-fn stats_from_row(row: &DbRow) -> Result<PlayerStats, StoreError> {
-    let games: u64 = fit(row.try_get::<i64, _>("games")?, "games")?;
-    let wins: u64 = fit(row.try_get::<i64, _>("wins")?, "wins")?;
-    let total_score: i64 = row.try_get("total_score")?;
-    let average_score = if games == 0 {
-        0.0
-    } else {
-        total_score as f64 / games as f64
-    };
-    Ok(PlayerStats {
-        games,
-        wins,
-        average_score,
     })
 }

@@ -1,14 +1,23 @@
-//! The store's queries, written once and compiled for each backend.
+//! The store's queries, written once for both backends.
 //!
-//! This directory is not a module of its own: `postgres.rs` and `sqlite.rs` each include it
-//! with `#[path]`, after defining `Db` (the sqlx driver), `BEGIN_WRITE` and
-//! `BEGIN_SNAPSHOT`, `WRITES_COMMIT_TOGETHER`, `OUTSIDE_TRANSACTION`, `WRITER_SESSION`,
-//! `EXPLAIN`, `plan_line`, `LOBBY_STATE`, `STORED_AT`, `INSERT_LOBBY` and
-//! `write_moves_together`. So
-//! every query exists twice with concrete types, with no generic bounds over sqlx's
-//! traits, and both copies run the same SQL text: `$n` placeholders, which SQLite accepts
-//! too, and only SQL that both dialects read the same way. The column types differ (see
-//! `migrations/`), the values bound and read do not.
+//! The queries are generic over the sqlx driver they run on, `DB`, and what differs
+//! between the backends is the [`SqlBackend`] trait, which `sqlite.rs` implements for
+//! `sqlx::Sqlite` and `postgres.rs` for `sqlx::Postgres`: how a write's transaction and a
+//! snapshot begin, whether writes commit together, the few statements written in each
+//! dialect, how a batch of moves is written, and how many rows a statement changed (which
+//! sqlx leaves to each driver's result type). Everything else runs the same SQL text
+//! on both: `$n` placeholders, which SQLite accepts too, and only SQL that both dialects
+//! read the same way. The column types differ (see `migrations/`), the values bound and
+//! read do not.
+//!
+//! Generic code rather than a macro that stamps the queries out once per driver, so that
+//! they read, format and type-check as ordinary Rust; monomorphised, each backend still
+//! runs code compiled for its own driver, with nothing boxed or dynamic on the way. The
+//! price is the `where` clause on each block of queries: sqlx implements its `Encode`,
+//! `Decode` and `Type` traits driver by driver, so generic code must say which Rust types
+//! it binds and reads, and Rust does not carry a trait's `where` clauses to the code that
+//! names the trait, so each block says it again. [`Bind`] and [`Column`] keep each such
+//! bound to one line.
 //!
 //! Every write runs in a transaction begun with `BEGIN_WRITE` (on SQLite, in a savepoint
 //! of the transaction all writes share: see `commit_groups`), and every read that takes
@@ -49,35 +58,109 @@ mod moves;
 mod players;
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use carcassonne_core::{Move, Rules};
 use sqlx::pool::{PoolConnectionMetadata, PoolOptions};
-use sqlx::{Connection, Database, Pool, Row, Transaction};
+use sqlx::types::Json;
+use sqlx::{
+    ColumnIndex, Connection, Database, Decode, Encode, Executor, IntoArguments, Pool, Row,
+    Transaction, Type,
+};
 use uuid::Uuid;
 
-use super::{
-    BEGIN_SNAPSHOT, BEGIN_WRITE, Db, EXPLAIN, INSERT_LOBBY, LOBBY_STATE, OUTSIDE_TRANSACTION,
-    STORED_AT, WRITER_SESSION, WRITES_COMMIT_TOGETHER, plan_line,
-};
 use crate::convert::status_to_column;
-use crate::{LobbyStatus, PoolStatus, StoreError, StoreOptions, sha256_hex};
+use crate::error::BatchFailure;
+use crate::{LobbyStatus, MoveRow, PoolStatus, StoreError, StoreOptions, TimeControl, sha256_hex};
 use commit_groups::{CommitGroups, GroupWrite, WriterKind};
 
-/// A row as this backend's driver returns it.
-type DbRow = <Db as Database>::Row;
+/// What differs between the backends, for the queries: implemented by the sqlx driver of
+/// each, `sqlx::Sqlite` in `sqlite.rs` and `sqlx::Postgres` in `postgres.rs`, where each
+/// value says why it is what it is.
+///
+/// The bounds on the driver's own types hold for both drivers and are what generic code
+/// cannot assume: connections and rows print (the store's `Debug`, and an `expect`), and
+/// a query's arguments are the driver's (`IntoArguments`, which sqlx says driver by
+/// driver). Being bounds on the trait's own types, they need not be repeated where it is
+/// used, unlike the `where` clauses of the queries.
+pub(crate) trait SqlBackend:
+    Database<Connection: Debug, Row: Debug, Arguments: IntoArguments<Self>>
+{
+    /// Begins every write's transaction.
+    const BEGIN_WRITE: &'static str;
 
-/// A connection of this backend.
-type DbConnection = <Db as Database>::Connection;
+    /// Begins a read of several statements, which then see one snapshot.
+    const BEGIN_SNAPSHOT: &'static str;
+
+    /// Whether every write takes its turn on one connection, in a transaction shared with
+    /// the writes around it (see `commit_groups`), rather than in a transaction of its own.
+    const WRITES_COMMIT_TOGETHER: bool;
+
+    /// A query whose one boolean column says whether the connection is outside any
+    /// transaction, run when a connection comes back to the pool (see `check_on_release`).
+    const OUTSIDE_TRANSACTION: &'static str;
+
+    /// What the connection that writes the batches runs once, when it is opened (see
+    /// `detached_writer_connection`).
+    const WRITER_SESSION: &'static str;
+
+    /// Put before a query to get its plan instead of its rows.
+    const EXPLAIN: &'static str;
+
+    /// Reads the lobby `$1`'s `status`, `seq` and `owner_node`, and whether another node
+    /// owns it (`fenced`): what `ensure_lobby_updated` says when a guarded write changed
+    /// nothing.
+    const LOBBY_STATE: &'static str;
+
+    /// What `SqlStore::stored_at` reads of game `$1` at update `$2`: the game's `seq`,
+    /// `owner_node` and `owner_alive`, and the `seat` and `command_id` of the move stored
+    /// at `$2`, if one is.
+    const STORED_AT: &'static str;
+
+    /// Inserts a lobby: `$1` to `$14` are the columns of `lobby_columns!`, in its order.
+    const INSERT_LOBBY: &'static str;
+
+    /// One line of the plan that `EXPLAIN` returns, from one of its rows.
+    fn plan_line(row: &Self::Row) -> Result<String, StoreError>;
+
+    /// How many rows a statement changed: each driver's result has a method of its own
+    /// for it, which no sqlx trait names.
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+
+    /// Writes moves of different games together on `connection`: whether each move was
+    /// written, in order (see `SqlStore::append_moves` for the moves left unwritten).
+    fn write_moves_together(
+        connection: &mut Self::Connection,
+        moves: &[(Uuid, &MoveRow)],
+    ) -> impl Future<Output = Result<Vec<bool>, BatchFailure>> + Send;
+}
+
+/// A Rust value that the queries bind as a parameter on driver `DB`.
+pub(crate) trait Bind<DB: Database>: for<'t> Encode<'t, DB> + Type<DB> {}
+
+impl<DB: Database, T: for<'t> Encode<'t, DB> + Type<DB>> Bind<DB> for T {}
+
+/// A Rust value that the queries bind as a parameter and read back from a column on
+/// driver `DB`.
+pub(crate) trait Column<DB: Database>: Bind<DB> + for<'r> Decode<'r, DB> {}
+
+impl<DB: Database, T: Bind<DB> + for<'r> Decode<'r, DB>> Column<DB> for T {}
 
 /// A connection of the pool's, taken out of it for good (the pool may open another in
 /// its place) and set up for writing batches (`WRITER_SESSION`): SQLite's one writer
 /// and Postgres's batch connection both come from here.
-async fn detached_writer_connection(pool: &Pool<Db>) -> Result<DbConnection, StoreError> {
+async fn detached_writer_connection<DB: SqlBackend>(
+    pool: &Pool<DB>,
+) -> Result<DB::Connection, StoreError>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     let mut connection = pool.acquire().await?.detach();
-    sqlx::raw_sql(WRITER_SESSION)
+    sqlx::raw_sql(DB::WRITER_SESSION)
         .execute(&mut connection)
         .await?;
     Ok(connection)
@@ -86,53 +169,17 @@ async fn detached_writer_connection(pool: &Pool<Db>) -> Result<DbConnection, Sto
 /// The future an `after_release` hook returns.
 type ReleaseCheck<'c> = Pin<Box<dyn Future<Output = Result<bool, sqlx::Error>> + Send + 'c>>;
 
-/// The pool settings both backends share.
-///
-/// When a call is abandoned (its operation timeout ran out, or its caller went away)
-/// while a statement was in flight, its connection goes back to the pool with that
-/// statement's reply still owed, and a rollback queued if a transaction was open. The
-/// pool then pings it, which first waits for everything owed; on a database that has
-/// gone silent that wait never ends and the connection's slot is lost for good. Worse,
-/// sqlx queues no rollback for a call abandoned while its `BEGIN` was in flight, so once
-/// that `BEGIN` lands the connection would serve the next caller inside a stale
-/// transaction. So every release is checked here first, within a bound: a connection
-/// that does not answer in time, or is still inside a transaction, is closed, and the
-/// pool opens a fresh one when it needs it.
-pub(crate) fn pool_options(options: &StoreOptions) -> PoolOptions<Db> {
-    let check_timeout = options.release_check_timeout();
-    PoolOptions::<Db>::new()
-        .max_connections(options.max_connections)
-        .acquire_timeout(options.acquire_timeout)
-        .after_release(move |connection, metadata| {
-            check_on_release(connection, metadata, check_timeout)
-        })
-}
-
-/// Checks a released connection, at most for `limit`: the check's query first waits for
-/// everything still owed on the connection, then `OUTSIDE_TRANSACTION` says whether it is
-/// clean. A connection that fails the check, or does not answer in time, is closed.
-fn check_on_release(
-    connection: &mut DbConnection,
-    _metadata: PoolConnectionMetadata,
-    limit: Duration,
-) -> ReleaseCheck<'_> {
-    Box::pin(async move {
-        let check = sqlx::raw_sql(OUTSIDE_TRANSACTION).fetch_one(&mut *connection);
-        match tokio::time::timeout(limit, check).await {
-            Ok(row) => row?.try_get::<bool, _>(0),
-            Err(_) => Err(sqlx::Error::PoolTimedOut),
-        }
-    })
-}
-
 /// An open transaction on this backend: a transaction of its own, or, on a backend whose
 /// writes commit together (`WRITES_COMMIT_TOGETHER`), a write in the shared one.
-enum Tx {
-    Alone(Transaction<'static, Db>),
-    InGroup(GroupWrite),
+enum Tx<DB: SqlBackend> {
+    Alone(Transaction<'static, DB>),
+    InGroup(GroupWrite<DB>),
 }
 
-impl Tx {
+impl<DB: SqlBackend> Tx<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     /// Commits; a write in the shared transaction returns once the commit that holds it
     /// has succeeded.
     async fn commit(self) -> Result<(), StoreError> {
@@ -143,10 +190,10 @@ impl Tx {
     }
 }
 
-impl std::ops::Deref for Tx {
-    type Target = DbConnection;
+impl<DB: SqlBackend> std::ops::Deref for Tx<DB> {
+    type Target = DB::Connection;
 
-    fn deref(&self) -> &DbConnection {
+    fn deref(&self) -> &DB::Connection {
         match self {
             Tx::Alone(transaction) => transaction,
             Tx::InGroup(write) => write,
@@ -154,8 +201,8 @@ impl std::ops::Deref for Tx {
     }
 }
 
-impl std::ops::DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut DbConnection {
+impl<DB: SqlBackend> std::ops::DerefMut for Tx<DB> {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
         match self {
             Tx::Alone(transaction) => transaction,
             Tx::InGroup(write) => write,
@@ -163,22 +210,73 @@ impl std::ops::DerefMut for Tx {
     }
 }
 
-/// The connection pool, and every query of the store for this backend.
-#[derive(Clone, Debug)]
-pub(crate) struct SqlStore {
-    pool: Pool<Db>,
+/// The connection pool, and every query of the store, on the backend whose driver is `DB`.
+#[derive(Debug)]
+pub(crate) struct SqlStore<DB: SqlBackend> {
+    pool: Pool<DB>,
     /// The group-commit writer's connection, taken from the pool and detached from it
     /// (see `write_batch_alone`); empty until the first batch, and after a failed one. Unused
     /// where writes commit together, since batches are then written like other writes.
-    batch_connection: Arc<tokio::sync::Mutex<Option<DbConnection>>>,
+    batch_connection: Arc<tokio::sync::Mutex<Option<DB::Connection>>>,
     /// Where writes commit together (`WRITES_COMMIT_TOGETHER`), the one connection they
     /// all take turns on.
-    commit_groups: Option<Arc<CommitGroups>>,
+    commit_groups: Option<Arc<CommitGroups<DB>>>,
 }
 
-impl SqlStore {
-    pub(crate) fn new(pool: Pool<Db>) -> Result<SqlStore, StoreError> {
-        let commit_groups = match WRITES_COMMIT_TOGETHER {
+// By hand: a derived `Clone` would need the driver's type to be `Clone`, which sqlx's are
+// not, though no value of it is ever cloned.
+impl<DB: SqlBackend> Clone for SqlStore<DB> {
+    fn clone(&self) -> SqlStore<DB> {
+        SqlStore {
+            pool: self.pool.clone(),
+            batch_connection: Arc::clone(&self.batch_connection),
+            commit_groups: self.commit_groups.clone(),
+        }
+    }
+}
+
+impl<DB: SqlBackend> SqlStore<DB> {
+    /// The pool, for the few statements a backend writes in its own dialect.
+    pub(crate) fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+
+    pub(crate) fn pool_status(&self) -> PoolStatus {
+        PoolStatus {
+            size: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.pool.options().get_max_connections(),
+        }
+    }
+}
+
+// Every block of queries below, here and in the submodules, has this `where` clause: the
+// driver runs statements on `&mut` a connection, and binds and reads these Rust types.
+impl<DB: SqlBackend> SqlStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'a> &'a str: Bind<DB> + Decode<'a, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+    Uuid: Column<DB>,
+    String: Column<DB>,
+    bool: Column<DB>,
+    i16: Column<DB>,
+    i32: Column<DB>,
+    i64: Column<DB>,
+    Option<Uuid>: Bind<DB>,
+    Option<String>: Bind<DB>,
+    Option<i64>: Bind<DB>,
+    Json<Rules>: Column<DB>,
+    Json<TimeControl>: Column<DB>,
+    Json<Move>: Column<DB>,
+    Json<serde_json::Value>: Column<DB>,
+    for<'a> Json<&'a Rules>: Bind<DB>,
+    for<'a> Json<&'a TimeControl>: Bind<DB>,
+    for<'a> Json<&'a Move>: Bind<DB>,
+    for<'a> Json<&'a serde_json::Value>: Bind<DB>,
+{
+    pub(crate) fn new(pool: Pool<DB>) -> Result<SqlStore<DB>, StoreError> {
+        let commit_groups = match DB::WRITES_COMMIT_TOGETHER {
             true => Some(Arc::new(CommitGroups::start(pool.clone())?)),
             false => None,
         };
@@ -189,13 +287,43 @@ impl SqlStore {
         })
     }
 
-    /// The pool, for the few statements a backend writes in its own dialect.
-    #[allow(
-        dead_code,
-        reason = "only Postgres has such statements (the leases); this copy may be SQLite's"
-    )]
-    pub(crate) fn pool(&self) -> &Pool<Db> {
-        &self.pool
+    /// The pool settings both backends share.
+    ///
+    /// When a call is abandoned (its operation timeout ran out, or its caller went away)
+    /// while a statement was in flight, its connection goes back to the pool with that
+    /// statement's reply still owed, and a rollback queued if a transaction was open. The
+    /// pool then pings it, which first waits for everything owed; on a database that has
+    /// gone silent that wait never ends and the connection's slot is lost for good. Worse,
+    /// sqlx queues no rollback for a call abandoned while its `BEGIN` was in flight, so once
+    /// that `BEGIN` lands the connection would serve the next caller inside a stale
+    /// transaction. So every release is checked here first, within a bound: a connection
+    /// that does not answer in time, or is still inside a transaction, is closed, and the
+    /// pool opens a fresh one when it needs it.
+    pub(crate) fn pool_options(options: &StoreOptions) -> PoolOptions<DB> {
+        let check_timeout = options.release_check_timeout();
+        PoolOptions::<DB>::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .after_release(move |connection, metadata| {
+                Self::check_on_release(connection, metadata, check_timeout)
+            })
+    }
+
+    /// Checks a released connection, at most for `limit`: the check's query first waits for
+    /// everything still owed on the connection, then `OUTSIDE_TRANSACTION` says whether it is
+    /// clean. A connection that fails the check, or does not answer in time, is closed.
+    fn check_on_release(
+        connection: &mut DB::Connection,
+        _metadata: PoolConnectionMetadata,
+        limit: Duration,
+    ) -> ReleaseCheck<'_> {
+        Box::pin(async move {
+            let check = sqlx::raw_sql(DB::OUTSIDE_TRANSACTION).fetch_one(&mut *connection);
+            match tokio::time::timeout(limit, check).await {
+                Ok(row) => row?.try_get::<bool, _>(0),
+                Err(_) => Err(sqlx::Error::PoolTimedOut),
+            }
+        })
     }
 
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
@@ -212,14 +340,6 @@ impl SqlStore {
         }
         if let Some(groups) = &self.commit_groups {
             groups.close().await;
-        }
-    }
-
-    pub(crate) fn pool_status(&self) -> PoolStatus {
-        PoolStatus {
-            size: self.pool.size(),
-            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
-            max: self.pool.options().get_max_connections(),
         }
     }
 
@@ -259,78 +379,79 @@ impl SqlStore {
         Ok(())
     }
 
-    async fn begin_write(&self) -> Result<Tx, StoreError> {
+    async fn begin_write(&self) -> Result<Tx<DB>, StoreError> {
         self.begin_write_as(WriterKind::Other).await
     }
 
     /// Begins a write: a transaction of its own, or, where writes commit together, a
     /// write in the shared transaction, once it is this writer's turn (see
     /// `commit_groups`).
-    async fn begin_write_as(&self, kind: WriterKind) -> Result<Tx, StoreError> {
+    async fn begin_write_as(&self, kind: WriterKind) -> Result<Tx<DB>, StoreError> {
         Ok(match &self.commit_groups {
             Some(groups) => Tx::InGroup(groups.begin(kind).await?),
-            None => Tx::Alone(self.pool.begin_with(BEGIN_WRITE).await?),
+            None => Tx::Alone(self.pool.begin_with(DB::BEGIN_WRITE).await?),
         })
     }
 
-    async fn begin_snapshot(&self) -> Result<Tx, StoreError> {
-        Ok(Tx::Alone(self.pool.begin_with(BEGIN_SNAPSHOT).await?))
+    async fn begin_snapshot(&self) -> Result<Tx<DB>, StoreError> {
+        Ok(Tx::Alone(self.pool.begin_with(DB::BEGIN_SNAPSHOT).await?))
     }
-}
 
-/// Succeeds when a guarded lobby update changed its row. Every update that sets a lobby's
-/// `seq` is guarded by `id = lobby AND status IN expected AND seq < new seq`; when it
-/// changed nothing this says why: [`StoreError::NotFound`] when the lobby does not exist,
-/// [`StoreError::NotOwner`] when it is live and another node owns it (Postgres in cluster
-/// mode), otherwise [`StoreError::Conflict`] naming the status and `seq` it has.
-///
-/// Ownership comes before the `seq`: a node that lost a game and writes a `seq` the new
-/// owner has already written must learn that it lost the game, not that its write was
-/// made, which is what a conflict tells the server.
-async fn ensure_lobby_updated(
-    tx: &mut Tx,
-    rows_affected: u64,
-    lobby: Uuid,
-    expected: &[LobbyStatus],
-    seq: u64,
-) -> Result<(), StoreError> {
-    if rows_affected == 1 {
-        return Ok(());
+    /// Succeeds when a guarded lobby update changed its row. Every update that sets a
+    /// lobby's `seq` is guarded by `id = lobby AND status IN expected AND seq < new seq`;
+    /// when it changed nothing this says why: [`StoreError::NotFound`] when the lobby does
+    /// not exist, [`StoreError::NotOwner`] when it is live and another node owns it
+    /// (Postgres in cluster mode), otherwise [`StoreError::Conflict`] naming the status
+    /// and `seq` it has.
+    ///
+    /// Ownership comes before the `seq`: a node that lost a game and writes a `seq` the new
+    /// owner has already written must learn that it lost the game, not that its write was
+    /// made, which is what a conflict tells the server.
+    async fn ensure_lobby_updated(
+        tx: &mut Tx<DB>,
+        rows_affected: u64,
+        lobby: Uuid,
+        expected: &[LobbyStatus],
+        seq: u64,
+    ) -> Result<(), StoreError> {
+        if rows_affected == 1 {
+            return Ok(());
+        }
+        let row = sqlx::query(DB::LOBBY_STATE)
+            .bind(lobby)
+            .fetch_optional(&mut **tx)
+            .await?;
+        let Some(row) = row else {
+            return Err(StoreError::NotFound);
+        };
+        let status: String = row.try_get("status")?;
+        let current_seq: i64 = row.try_get("seq")?;
+        if row.try_get::<bool, _>("fenced")? {
+            let owner: Option<String> = row.try_get("owner_node")?;
+            let owner = owner.unwrap_or_default();
+            return Err(StoreError::NotOwner(format!(
+                "game {lobby} is owned by node {owner}; writing seq {seq} needs its lease"
+            )));
+        }
+        let expected: Vec<&str> = expected.iter().copied().map(status_to_column).collect();
+        let expected = expected.join(" or ");
+        Err(StoreError::Conflict(format!(
+            "lobby {lobby} is {status} at seq {current_seq}; writing seq {seq} needs it \
+             {expected} with a lower seq"
+        )))
     }
-    let row = sqlx::query(LOBBY_STATE)
-        .bind(lobby)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let Some(row) = row else {
-        return Err(StoreError::NotFound);
-    };
-    let status: String = row.try_get("status")?;
-    let current_seq: i64 = row.try_get("seq")?;
-    if row.try_get::<bool, _>("fenced")? {
-        let owner: Option<String> = row.try_get("owner_node")?;
-        let owner = owner.unwrap_or_default();
-        return Err(StoreError::NotOwner(format!(
-            "game {lobby} is owned by node {owner}; writing seq {seq} needs its lease"
-        )));
-    }
-    let expected: Vec<&str> = expected.iter().copied().map(status_to_column).collect();
-    let expected = expected.join(" or ");
-    Err(StoreError::Conflict(format!(
-        "lobby {lobby} is {status} at seq {current_seq}; writing seq {seq} needs it \
-         {expected} with a lower seq"
-    )))
-}
 
-/// Rows sorted by an id column, decoded and grouped by that id, keeping their order.
-fn group_rows<T>(
-    rows: &[DbRow],
-    id_column: &str,
-    decode: fn(&DbRow) -> Result<T, StoreError>,
-) -> Result<HashMap<Uuid, Vec<T>>, StoreError> {
-    let mut groups: HashMap<Uuid, Vec<T>> = HashMap::new();
-    for row in rows {
-        let id: Uuid = row.try_get(id_column)?;
-        groups.entry(id).or_default().push(decode(row)?);
+    /// Rows sorted by an id column, decoded and grouped by that id, keeping their order.
+    fn group_rows<T>(
+        rows: &[DB::Row],
+        id_column: &str,
+        decode: fn(&DB::Row) -> Result<T, StoreError>,
+    ) -> Result<HashMap<Uuid, Vec<T>>, StoreError> {
+        let mut groups: HashMap<Uuid, Vec<T>> = HashMap::new();
+        for row in rows {
+            let id: Uuid = row.try_get(id_column)?;
+            groups.entry(id).or_default().push(decode(row)?);
+        }
+        Ok(groups)
     }
-    Ok(groups)
 }

@@ -1,19 +1,15 @@
 //! Games in play: their move logs, their end, and their restoration after a restart.
 
-use carcassonne_core::Move;
-use sqlx::Row;
+use carcassonne_core::{Move, Rules};
 use sqlx::types::Json;
+use sqlx::{ColumnIndex, Decode, Executor, Row};
 use uuid::Uuid;
 
-use super::lobbies::{
-    insert_events, lobby_from_row, lobby_with_seats, rewrite_seat, seat_from_row,
-};
-use super::matches::insert_matches;
-use super::{DbRow, STORED_AT, SqlStore, Tx, WriterKind, ensure_lobby_updated, group_rows};
+use super::{Bind, Column, SqlBackend, SqlStore, Tx, WriterKind, detached_writer_connection};
 use crate::convert::{TextColumn, fit};
 use crate::{
     FinalChange, FinishedMatch, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError,
-    StoredAt,
+    StoredAt, TimeControl,
 };
 
 /// The three reads of live games, all selecting their lobbies by one condition.
@@ -56,15 +52,37 @@ macro_rules! live_queries {
     };
 }
 
-impl SqlStore {
+impl<DB: SqlBackend> SqlStore<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'a> &'a str: Bind<DB> + Decode<'a, DB> + ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+    Uuid: Column<DB>,
+    String: Column<DB>,
+    bool: Column<DB>,
+    i16: Column<DB>,
+    i32: Column<DB>,
+    i64: Column<DB>,
+    Option<Uuid>: Bind<DB>,
+    Option<String>: Bind<DB>,
+    Option<i64>: Bind<DB>,
+    Json<Rules>: Column<DB>,
+    Json<TimeControl>: Column<DB>,
+    Json<Move>: Column<DB>,
+    Json<serde_json::Value>: Column<DB>,
+    for<'a> Json<&'a Rules>: Bind<DB>,
+    for<'a> Json<&'a TimeControl>: Bind<DB>,
+    for<'a> Json<&'a Move>: Bind<DB>,
+    for<'a> Json<&'a serde_json::Value>: Bind<DB>,
+{
     /// The lobby is updated before the move is inserted so that a stale `seq` is reported
     /// as such; a repeated `(seat, command_id)` under a new `seq` then fails on the
     /// insert, and the rollback undoes the update.
     pub(crate) async fn append_move(&self, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        let updated = advance_playing_game(&mut tx, game, mv.seq).await?;
-        ensure_lobby_updated(&mut tx, updated, game, &[LobbyStatus::Playing], mv.seq).await?;
-        insert_move(&mut tx, game, mv).await?;
+        let updated = Self::advance_playing_game(&mut tx, game, mv.seq).await?;
+        Self::ensure_lobby_updated(&mut tx, updated, game, &[LobbyStatus::Playing], mv.seq).await?;
+        Self::insert_move(&mut tx, game, mv).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -105,7 +123,7 @@ impl SqlStore {
             return self.write_batch_alone(moves).await;
         }
         let mut tx = self.begin_write_as(WriterKind::Batch).await?;
-        let written = super::super::write_moves_together(&mut tx, moves)
+        let written = DB::write_moves_together(&mut tx, moves)
             .await
             .map_err(|failure| failure.error)?;
         tx.commit().await?;
@@ -133,16 +151,16 @@ impl SqlStore {
         let was_reused = reused.is_some();
         let mut connection = match reused {
             Some(connection) => connection,
-            None => super::detached_writer_connection(&self.pool).await?,
+            None => detached_writer_connection(&self.pool).await?,
         };
-        let mut written = super::super::write_moves_together(&mut connection, moves).await;
+        let mut written = DB::write_moves_together(&mut connection, moves).await;
         if was_reused
             && written
                 .as_ref()
                 .is_err_and(|f| f.session_lost_before_commit)
         {
-            connection = super::detached_writer_connection(&self.pool).await?;
-            written = super::super::write_moves_together(&mut connection, moves).await;
+            connection = detached_writer_connection(&self.pool).await?;
+            written = DB::write_moves_together(&mut connection, moves).await;
         }
         let written = written.map_err(|failure| failure.error)?;
         *held = Some(connection);
@@ -169,20 +187,20 @@ impl SqlStore {
         .bind(game)
         .execute(&mut *tx)
         .await?;
-        ensure_lobby_updated(
+        Self::ensure_lobby_updated(
             &mut tx,
-            updated.rows_affected(),
+            DB::rows_affected(&updated),
             game,
             &[LobbyStatus::Playing],
             seq,
         )
         .await?;
         match last {
-            FinalChange::Move(mv) => insert_move(&mut tx, game, mv).await?,
-            FinalChange::Seat { seat, .. } => rewrite_seat(&mut tx, game, seat).await?,
+            FinalChange::Move(mv) => Self::insert_move(&mut tx, game, mv).await?,
+            FinalChange::Seat { seat, .. } => Self::rewrite_seat(&mut tx, game, seat).await?,
         }
-        insert_events(&mut tx, game, seq, events).await?;
-        insert_matches(&mut tx, std::slice::from_ref(result)).await?;
+        Self::insert_events(&mut tx, game, seq, events).await?;
+        Self::insert_matches(&mut tx, std::slice::from_ref(result)).await?;
         // A match is as public as its lobby was.
         sqlx::query(
             "UPDATE matches SET is_public = (SELECT is_public FROM lobbies WHERE id = $1) \
@@ -200,7 +218,7 @@ impl SqlStore {
         game: Uuid,
         seq: u64,
     ) -> Result<Option<StoredAt>, StoreError> {
-        let row = sqlx::query(STORED_AT)
+        let row = sqlx::query(DB::STORED_AT)
             .bind(game)
             .bind(fit::<u64, i64>(seq, "seq")?)
             .fetch_optional(&self.pool)
@@ -235,7 +253,7 @@ impl SqlStore {
         .bind(fit::<u64, i64>(seq, "seq")?)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(move_from_row).transpose()
+        row.as_ref().map(Self::move_from_row).transpose()
     }
 
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
@@ -269,14 +287,14 @@ impl SqlStore {
             rows.push(query.fetch_all(&mut *tx).await?);
         }
         tx.commit().await?;
-        let [lobbies, seats, moves]: [Vec<DbRow>; 3] =
+        let [lobbies, seats, moves]: [Vec<DB::Row>; 3] =
             rows.try_into().expect("three queries, three results");
-        let mut seats = group_rows(&seats, "lobby_id", seat_from_row)?;
-        let mut moves = group_rows(&moves, "game_id", move_from_row)?;
+        let mut seats = Self::group_rows(&seats, "lobby_id", Self::seat_from_row)?;
+        let mut moves = Self::group_rows(&moves, "game_id", Self::move_from_row)?;
         lobbies
             .iter()
             .map(|row| {
-                let lobby = lobby_from_row(row)?;
+                let lobby = Self::lobby_from_row(row)?;
                 Ok(LiveGame {
                     seats: seats.remove(&lobby.id).unwrap_or_default(),
                     moves: moves.remove(&lobby.id).unwrap_or_default(),
@@ -285,14 +303,12 @@ impl SqlStore {
             })
             .collect()
     }
-}
 
-impl SqlStore {
     /// A lobby of any status with its seats, moves and stored update events, read in
     /// one snapshot so that they agree.
     pub(crate) async fn game_log(&self, id: Uuid) -> Result<Option<GameLog>, StoreError> {
         let mut tx = self.begin_snapshot().await?;
-        let Some((lobby, seats)) = lobby_with_seats(&mut tx, id).await? else {
+        let Some((lobby, seats)) = Self::lobby_with_seats(&mut tx, id).await? else {
             tx.commit().await?;
             return Ok(None);
         };
@@ -320,48 +336,55 @@ impl SqlStore {
         Ok(Some(GameLog {
             lobby,
             seats,
-            moves: moves.iter().map(move_from_row).collect::<Result<_, _>>()?,
+            moves: moves
+                .iter()
+                .map(Self::move_from_row)
+                .collect::<Result<_, _>>()?,
             events,
         }))
     }
-}
 
-/// Sets a playing game's `seq` to `seq` if it is newer; how many rows that changed.
-async fn advance_playing_game(tx: &mut Tx, game: Uuid, seq: u64) -> Result<u64, StoreError> {
-    let updated = sqlx::query(
-        "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
-    )
-    .bind(fit::<u64, i64>(seq, "seq")?)
-    .bind(game)
-    .execute(&mut **tx)
-    .await?;
-    Ok(updated.rows_affected())
-}
+    /// Sets a playing game's `seq` to `seq` if it is newer; how many rows that changed.
+    async fn advance_playing_game(
+        tx: &mut Tx<DB>,
+        game: Uuid,
+        seq: u64,
+    ) -> Result<u64, StoreError> {
+        let updated = sqlx::query(
+            "UPDATE lobbies SET seq = $1 WHERE id = $2 AND status = 'playing' AND seq < $1",
+        )
+        .bind(fit::<u64, i64>(seq, "seq")?)
+        .bind(game)
+        .execute(&mut **tx)
+        .await?;
+        Ok(DB::rows_affected(&updated))
+    }
 
-async fn insert_move(tx: &mut Tx, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at, origin) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(game)
-    .bind(fit::<u64, i64>(mv.seq, "seq")?)
-    .bind(i16::from(mv.seat))
-    .bind(&mv.command_id)
-    .bind(Json(&mv.mv))
-    .bind(mv.created_at)
-    .bind(mv.origin.to_column())
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
+    async fn insert_move(tx: &mut Tx<DB>, game: Uuid, mv: &MoveRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO moves (game_id, seq, seat, command_id, move_json, created_at, origin) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(game)
+        .bind(fit::<u64, i64>(mv.seq, "seq")?)
+        .bind(i16::from(mv.seat))
+        .bind(&mv.command_id)
+        .bind(Json(&mv.mv))
+        .bind(mv.created_at)
+        .bind(mv.origin.to_column())
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
 
-fn move_from_row(row: &DbRow) -> Result<MoveRow, StoreError> {
-    Ok(MoveRow {
-        seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
-        seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
-        command_id: row.try_get("command_id")?,
-        mv: row.try_get::<Json<Move>, _>("move_json")?.0,
-        created_at: row.try_get("created_at")?,
-        origin: MoveOrigin::from_column(row.try_get("origin")?)?,
-    })
+    fn move_from_row(row: &DB::Row) -> Result<MoveRow, StoreError> {
+        Ok(MoveRow {
+            seq: fit(row.try_get::<i64, _>("seq")?, "seq")?,
+            seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
+            command_id: row.try_get("command_id")?,
+            mv: row.try_get::<Json<Move>, _>("move_json")?.0,
+            created_at: row.try_get("created_at")?,
+            origin: MoveOrigin::from_column(row.try_get("origin")?)?,
+        })
+    }
 }
