@@ -157,7 +157,7 @@ impl OwnedFinalChange {
 
 impl FinalChange<'_> {
     /// The update number the change is written under.
-    pub fn seq(&self) -> u64 {
+    pub(crate) fn seq(&self) -> u64 {
         match self {
             FinalChange::Move(mv) => mv.seq,
             FinalChange::Seat { seq, .. } => *seq,
@@ -679,11 +679,6 @@ impl Store {
     /// lost), this is what proves that it landed, and that it was this node's write.
     pub async fn stored_at(&self, game: Uuid, seq: u64) -> Result<Option<StoredAt>, StoreError> {
         on_backend!(self, "stored_at", db => db.stored_at(game, seq))
-    }
-
-    /// The stored move of `game` with this `seq`, if there is one.
-    pub async fn move_at(&self, game: Uuid, seq: u64) -> Result<Option<MoveRow>, StoreError> {
-        on_backend!(self, "move_at", db => db.move_at(game, seq))
     }
 
     /// Every open or playing lobby with its seats and move log, to restore at start-up.

@@ -44,8 +44,8 @@ impl StoreOptions {
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
     pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
     pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-    pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(8);
+    pub(crate) const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+    pub(crate) const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(8);
 
     /// The default settings for `url`.
     pub fn new(url: impl Into<String>) -> StoreOptions {
@@ -84,7 +84,7 @@ impl StoreOptions {
     }
 
     /// Which database the URL names, from its scheme.
-    pub fn backend(&self) -> Result<Backend, StoreError> {
+    pub(crate) fn backend(&self) -> Result<Backend, StoreError> {
         let scheme = self.url.split(':').next().unwrap_or_default();
         match scheme {
             "postgres" | "postgresql" => Ok(Backend::Postgres),

@@ -239,23 +239,6 @@ where
         }))
     }
 
-    pub(crate) async fn move_at(
-        &self,
-        game: Uuid,
-        seq: u64,
-    ) -> Result<Option<MoveRow>, StoreError> {
-        let row = sqlx::query(concat!(
-            "SELECT ",
-            move_columns!(),
-            " FROM moves WHERE game_id = $1 AND seq = $2"
-        ))
-        .bind(game)
-        .bind(fit::<u64, i64>(seq, "seq")?)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(Self::move_from_row).transpose()
-    }
-
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
         self.read_live(&live_queries!("status IN ('open', 'playing')"), None)
             .await

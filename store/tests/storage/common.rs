@@ -421,6 +421,18 @@ pub fn move_row(seq: u64, seat: u8, command_id: &str) -> MoveRow {
     }
 }
 
+/// The command (seat and command id) of the move `store` holds under `seq` of `game`, read
+/// as the server reads it after a write whose outcome was lost (`Store::stored_at`);
+/// `None` when no move is stored there, or there is no such game.
+pub async fn command_at(store: &Store, game: Uuid, seq: u64) -> Option<(u8, String)> {
+    store.stored_at(game, seq).await.unwrap()?.command_at
+}
+
+/// The command of `mv`, as `command_at` reads it back once `mv` is stored.
+pub fn command_of(mv: &MoveRow) -> Option<(u8, String)> {
+    Some((mv.seat, mv.command_id.clone()))
+}
+
 /// Creates a lobby with `seats` (the first one its creator), starts it and returns it;
 /// its `seq` is then `seats.len() + 1`.
 pub async fn playing_game(store: &Store, seats: &[SeatRow]) -> LobbyRow {

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
-    Context, Proxy, impatient_options, move_row, player, playing_game, postgres_address,
-    postgres_available, run, seat, url_with_database, url_with_host_port,
+    Context, Proxy, command_at, impatient_options, move_row, player, playing_game,
+    postgres_address, postgres_available, run, seat, url_with_database, url_with_host_port,
 };
 
 /// How long an unreachable database may take to be reported, with a 500 ms acquire
@@ -44,7 +44,7 @@ backend_tests! {
         let mv = move_row(game.seq + 1, 0, "c1");
         let error = other.append_move(game.id, &mv).await.unwrap_err();
         assert!(matches!(error, StoreError::Unreachable(_)), "{error:?}");
-        assert_eq!(context.store.move_at(game.id, mv.seq).await.unwrap(), None);
+        assert_eq!(command_at(&context.store, game.id, mv.seq).await, None);
     }
 
     async fn an_unreachable_database_is_unavailable_quickly(context: Context) {
@@ -173,7 +173,7 @@ async fn moves_queued_behind_an_unreachable_batch_are_refused_with_it() {
         );
         for game in &games {
             assert_eq!(
-                context.store.move_at(game.id, game.seq + 1).await.unwrap(),
+                command_at(&context.store, game.id, game.seq + 1).await,
                 None
             );
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
 
 use crate::common::{
-    Context, move_row, playing_game, postgres_address, postgres_available, run, seat,
-    url_with_host_port,
+    Context, command_at, command_of, move_row, playing_game, postgres_address, postgres_available,
+    run, seat, url_with_host_port,
 };
 use crate::pg_proxy::PgProxy;
 
@@ -73,9 +73,9 @@ async fn a_database_silent_for_good_mid_write_fails_in_time_and_frees_the_pool()
             "took {:?}",
             started.elapsed()
         );
-        assert_eq!(store.move_at(game.id, mv.seq).await.unwrap(), None);
+        assert_eq!(command_at(&store, game.id, mv.seq).await, None);
         store.append_move(game.id, &mv).await.unwrap();
-        assert_eq!(store.move_at(game.id, mv.seq).await.unwrap(), Some(mv));
+        assert_eq!(command_at(&store, game.id, mv.seq).await, command_of(&mv));
         store.close().await;
         proxy.stop().await;
     })
@@ -100,7 +100,7 @@ async fn a_database_that_freezes_mid_write_and_thaws_loses_nothing() {
         proxy.resume();
 
         assert_eq!(store.lobby(game.id).await.unwrap().unwrap().0.seq, game.seq);
-        assert_eq!(store.move_at(game.id, mv.seq).await.unwrap(), None);
+        assert_eq!(command_at(&store, game.id, mv.seq).await, None);
         store.append_move(game.id, &mv).await.unwrap();
         assert_eq!(store.lobby(game.id).await.unwrap().unwrap().0.seq, mv.seq);
         store.close().await;
@@ -110,7 +110,7 @@ async fn a_database_that_freezes_mid_write_and_thaws_loses_nothing() {
 }
 
 /// The reply to a move's `COMMIT` is lost: the caller hears `Unavailable`, yet the move
-/// is stored, and `move_at` and `lobby` say so; writing it again is a conflict.
+/// is stored, and `stored_at` and `lobby` say so; writing it again is a conflict.
 #[tokio::test]
 async fn after_a_lost_commit_reply_the_store_tells_the_truth() {
     on_postgres("faults::lost_commit_reply", |context| async move {
@@ -124,10 +124,7 @@ async fn after_a_lost_commit_reply_the_store_tells_the_truth() {
         assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
         assert_eq!(proxy.lost_commit_replies(), 1);
 
-        assert_eq!(
-            store.move_at(game.id, mv.seq).await.unwrap(),
-            Some(mv.clone())
-        );
+        assert_eq!(command_at(&store, game.id, mv.seq).await, command_of(&mv));
         assert_eq!(store.lobby(game.id).await.unwrap().unwrap().0.seq, mv.seq);
         let again = store.append_move(game.id, &mv).await;
         assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
@@ -269,8 +266,8 @@ async fn a_batch_on_a_session_the_database_ended_is_written_on_a_fresh_one() {
         let second = move_row(game.seq + 2, 1, "c2");
         store.append_move(game.id, &second).await.unwrap();
         assert_eq!(
-            store.move_at(game.id, second.seq).await.unwrap(),
-            Some(second)
+            command_at(store, game.id, second.seq).await,
+            command_of(&second)
         );
     })
     .await;

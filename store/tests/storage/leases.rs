@@ -12,8 +12,8 @@ use carcassonne_store::{
 use uuid::Uuid;
 
 use crate::common::{
-    Context, DECK_SALT, EPOCH, TestDatabase, finished_match, move_row, open_lobby, playing_game,
-    postgres_available, run, seat,
+    Context, DECK_SALT, EPOCH, TestDatabase, command_at, finished_match, move_row, open_lobby,
+    playing_game, postgres_available, run, seat,
 };
 
 /// A lease long enough never to lapse during a test.
@@ -337,13 +337,8 @@ async fn a_fork_is_impossible_even_when_two_nodes_believe_they_own_a_game() {
             .await;
         assert_eq!(duplicates, 0);
         for (seq, command) in [(first.seq, "a1"), (forked.seq, "b2"), (last.seq, "b3")] {
-            let stored = context
-                .store
-                .move_at(id, seq)
-                .await
-                .unwrap()
-                .expect("a move");
-            assert_eq!(stored.command_id, command);
+            let (_, stored) = command_at(&context.store, id, seq).await.expect("a move");
+            assert_eq!(stored, command);
         }
         a.close().await;
         b.close().await;
