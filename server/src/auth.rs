@@ -9,7 +9,7 @@ use crate::error::AppError;
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
+use carcassonne_store::sha256_hex;
 use std::fmt;
 
 /// A secret presented by a client. `Debug` never prints it.
@@ -31,9 +31,10 @@ impl Token {
         &self.0
     }
 
-    /// What is stored: the hex SHA-256 of the token.
+    /// What is stored: the hex SHA-256 of the token, by the store's own function, with
+    /// which it hashes the invite codes that older versions kept in clear.
     pub fn hash(&self) -> String {
-        hex::encode(Sha256::digest(self.0.as_bytes()))
+        sha256_hex(&self.0)
     }
 }
 
