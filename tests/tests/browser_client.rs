@@ -145,7 +145,13 @@ async fn check_the_last_move(page: &Browser) {
 
 /// The last move says where the tile went, by its neighbours.
 fn assert_says_where(text: &str) {
-    let beside = ["next to the start tile", "to the right of a", "to the left of a", "above a", "below a"];
+    let beside = [
+        "next to the start tile",
+        "to the right of a",
+        "to the left of a",
+        "above a",
+        "below a",
+    ];
     assert!(
         beside.iter().any(|words| text.contains(words)),
         "the last move does not say where: {text:?}"
@@ -322,7 +328,10 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
         .eval("document.querySelector('.last-move-text').textContent")
         .await;
     assert!(
-        replayed.as_str().unwrap().contains("next to the start tile"),
+        replayed
+            .as_str()
+            .unwrap()
+            .contains("next to the start tile"),
         "the first turn of the replay reads {replayed}"
     );
     page.tap_on("button[aria-label='Last turn']").await;
