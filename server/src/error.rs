@@ -1,4 +1,5 @@
-//! One error type for the whole service, with a stable code for clients.
+//! One error type for the whole service, with a stable code for clients: every code a
+//! client can be sent, REST or WebSocket, is named in [`AppError::code`] and nowhere else.
 //!
 //! REST handlers return `Result<_, AppError>`; the response is
 //! `{"error": {"code": "...", "message": "..."}}` with a fitting HTTP status. WebSocket
@@ -77,6 +78,28 @@ pub enum AppError {
     ShuttingDown,
     #[error("internal error")]
     Internal,
+    /// A WebSocket text frame that is not JSON.
+    #[error("{0}")]
+    MalformedJson(String),
+    /// A WebSocket message without a `type` the server knows.
+    #[error("{0}")]
+    UnknownType(String),
+    /// A known WebSocket message with missing or wrong fields, or a binary frame.
+    #[error("{0}")]
+    BadMessage(String),
+    #[error("say hello first")]
+    HelloRequired,
+    #[error("this connection has already said hello")]
+    AlreadyWelcomed,
+    /// A WebSocket connection over its message rate, just before it is closed.
+    #[error("too many messages")]
+    TooManyMessages,
+    /// `/readyz`: the server is draining before it stops.
+    #[error("the server is shutting down")]
+    Draining,
+    /// `/readyz`: the database does not answer its ping.
+    #[error("the database does not answer")]
+    DatabaseUnavailable,
     /// An error another node (the game's owner, in cluster mode) gave, passed on as the
     /// client would have had it from that node.
     #[error("{message}")]
@@ -121,13 +144,26 @@ impl AppError {
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::ShuttingDown => "shutting_down",
             AppError::Internal => "internal",
+            AppError::MalformedJson(_) => "malformed_json",
+            AppError::UnknownType(_) => "unknown_type",
+            AppError::BadMessage(_) => "bad_message",
+            AppError::HelloRequired => "hello_required",
+            AppError::AlreadyWelcomed => "already_welcomed",
+            AppError::TooManyMessages => "rate_limited",
+            AppError::Draining => "draining",
+            AppError::DatabaseUnavailable => "database_unavailable",
             AppError::Relayed { code, .. } => code,
         }
     }
 
     pub fn status(&self) -> StatusCode {
         match self {
-            AppError::BadRequest(_) | AppError::IllegalMove(_) => StatusCode::BAD_REQUEST,
+            AppError::BadRequest(_)
+            | AppError::IllegalMove(_)
+            | AppError::MalformedJson(_)
+            | AppError::UnknownType(_)
+            | AppError::BadMessage(_)
+            | AppError::HelloRequired => StatusCode::BAD_REQUEST,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::MissingToken | AppError::BadToken | AppError::BadPlayerSecret => {
                 StatusCode::UNAUTHORIZED
@@ -148,11 +184,16 @@ impl AppError {
             | AppError::SeatAbandoned
             | AppError::Resigned
             | AppError::TooLateToAbort
-            | AppError::NotABot(_) => StatusCode::CONFLICT,
+            | AppError::NotABot(_)
+            | AppError::AlreadyWelcomed => StatusCode::CONFLICT,
             AppError::StorageUnavailable
             | AppError::TooManyConnections
-            | AppError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            AppError::TooManyLobbies(_) | AppError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            | AppError::ShuttingDown
+            | AppError::Draining
+            | AppError::DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::TooManyLobbies(_) | AppError::RateLimited | AppError::TooManyMessages => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             AppError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AppError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             AppError::Relayed { status, .. } => {
@@ -167,9 +208,13 @@ impl AppError {
             message: self.to_string(),
         }
     }
+}
 
-    /// Turns a storage failure into what the client may see, logging the cause.
-    pub fn from_store(error: StoreError) -> AppError {
+/// A storage failure as the client may see it. The cause is logged here, where the error
+/// is converted (once: `?` converts it on its way out), and reaches the client only as a
+/// code.
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> AppError {
         match error {
             StoreError::Unavailable(cause) | StoreError::Unreachable(cause) => {
                 tracing::warn!(%cause, "database unavailable");
@@ -186,6 +231,12 @@ impl AppError {
                 AppError::Internal
             }
         }
+    }
+}
+
+impl From<crate::rooms::names::NameError> for AppError {
+    fn from(error: crate::rooms::names::NameError) -> AppError {
+        AppError::BadRequest(error.to_string())
     }
 }
 
@@ -208,5 +259,38 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let body = ErrorResponse { error: self.body() };
         (self.status(), Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rooms::names::display_name;
+
+    #[test]
+    fn a_storage_failure_reaches_the_client_only_as_a_code() {
+        let fails = |error| AppError::from(error).code().to_owned();
+        assert_eq!(
+            fails(StoreError::Unreachable("pool timed out".into())),
+            "storage_unavailable"
+        );
+        assert_eq!(
+            fails(StoreError::NotOwner("node b".into())),
+            "shutting_down"
+        );
+        let corrupt = AppError::from(StoreError::Corrupt("column rules: secret detail".into()));
+        assert_eq!(corrupt.code(), "internal");
+        assert!(!corrupt.body().message.contains("secret detail"));
+    }
+
+    #[test]
+    fn a_bad_name_is_a_bad_request_that_says_the_rule() {
+        let error = AppError::from(display_name("\u{202E}nna").unwrap_err());
+        assert_eq!(error.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            error.body().message,
+            "a display name is 1 to 32 printable characters, without invisible or formatting \
+             characters"
+        );
     }
 }

@@ -71,8 +71,7 @@ pub async fn lobby_events(
     let log = state
         .store
         .game_log(id)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
         .ok_or(AppError::NotFound("no lobby with this id"))?;
     require_private_access(&log.lobby, &log.seats, &headers)?;
     let page = log_page(log, after_seq, limit).map_err(|error| {

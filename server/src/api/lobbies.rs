@@ -7,12 +7,13 @@
 
 use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
-use crate::api::players::{Identity, printable_text, resolve_identity};
+use crate::api::players::{Identity, resolve_identity};
 use crate::api::schemas::{RulesSchema, TimeControlSchema};
 use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
 use crate::clock::now_millis;
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
+use crate::rooms::names::printable_text;
 pub use crate::rooms::view::{LobbyView, lobby_view};
 use crate::rooms::{RoomHandle, RoomRequest};
 use crate::state::AppState;
@@ -200,11 +201,7 @@ pub async fn create_lobby(
         control_seq: 0,
         bot: None,
     };
-    state
-        .store
-        .create_lobby(&lobby, &seat)
-        .await
-        .map_err(AppError::from_store)?;
+    state.store.create_lobby(&lobby, &seat).await?;
     tracing::info!(lobby = %lobby.id, seats = lobby.seat_count, public = lobby.public, "lobby created");
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
     let invite_code = code;
@@ -228,11 +225,7 @@ pub async fn list_lobbies(
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<LobbyPage>, AppError> {
     let (page, per_page, offset) = page_bounds(&query)?;
-    let rows = state
-        .store
-        .open_public_lobbies(offset, per_page)
-        .await
-        .map_err(AppError::from_store)?;
+    let rows = state.store.open_public_lobbies(offset, per_page).await?;
     Ok(Json(lobby_page(&rows, page, per_page)))
 }
 
@@ -263,11 +256,7 @@ pub async fn list_games(
     AppQuery(query): AppQuery<PageQuery>,
 ) -> Result<Json<LobbyPage>, AppError> {
     let (page, per_page, offset) = page_bounds(&query)?;
-    let rows = state
-        .store
-        .playing_public_games(offset, per_page)
-        .await
-        .map_err(AppError::from_store)?;
+    let rows = state.store.playing_public_games(offset, per_page).await?;
     Ok(Json(lobby_page(&rows, page, per_page)))
 }
 
@@ -320,7 +309,7 @@ pub async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppErro
     if let Some(room) = state.find_room(id).await? {
         return Ok(room);
     }
-    match state.store.lobby(id).await.map_err(AppError::from_store)? {
+    match state.store.lobby(id).await? {
         Some((lobby, _)) if lobby.status == LobbyStatus::Finished => {
             Err(AppError::LobbyNotOpen("finished"))
         }
@@ -376,8 +365,7 @@ pub async fn stored_lobby(
     state
         .store
         .lobby(id)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
         .ok_or(AppError::NotFound("no lobby with this id"))
 }
 

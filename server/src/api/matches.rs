@@ -176,11 +176,7 @@ async fn page_of(
 ) -> Result<MatchPageView, AppError> {
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let limit = in_range("limit", query.limit.unwrap_or(20), 1, MAX_LIMIT)?;
-    let page = state
-        .store
-        .matches(&filter, after, limit)
-        .await
-        .map_err(AppError::from_store)?;
+    let page = state.store.matches(&filter, after, limit).await?;
     Ok(MatchPageView {
         items: page.items.into_iter().map(match_view).collect(),
         next_cursor: page.next.map(encode_cursor),
@@ -229,8 +225,7 @@ pub async fn show_match(
     let detail = state
         .store
         .match_detail(id)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
         .ok_or(AppError::NotFound("no finished match with this id"))?;
     Ok(Json(MatchDetailView {
         summary: match_view(detail.summary),
@@ -255,8 +250,7 @@ pub async fn match_record(
     let record = state
         .store
         .match_record(id)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
         .ok_or(AppError::NotFound("no finished match with this id"))?;
     Ok(Json(record))
 }
@@ -267,7 +261,7 @@ async fn require_match_access(
     id: Uuid,
     headers: &HeaderMap,
 ) -> Result<(), AppError> {
-    match state.store.lobby(id).await.map_err(AppError::from_store)? {
+    match state.store.lobby(id).await? {
         Some((lobby, seats)) => require_private_access(&lobby, &seats, headers),
         // Imported history has no lobby, and a missing match is reported by the caller.
         None => Ok(()),

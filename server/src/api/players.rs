@@ -7,18 +7,15 @@ use crate::api::extract::{AppJson, AppPath};
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
+use crate::rooms::names::display_name;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use carcassonne_store::{PlayerRow, PlayerStats, Store};
 use serde::{Deserialize, Serialize};
-use unicode_normalization::UnicodeNormalization;
-use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-const MAX_NAME_CHARS: usize = 32;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -57,45 +54,6 @@ pub struct Identity {
     pub player_secret: Option<String>,
 }
 
-/// A checked display name: trimmed, 1 to 32 characters, no control characters.
-pub fn display_name(raw: &str) -> Result<String, AppError> {
-    printable_text(raw, MAX_NAME_CHARS, "a display name")
-}
-
-/// `raw` trimmed and in Unicode normal form C, if it is 1 to `max_chars` characters of
-/// visible text. Control characters, invisible formatting (zero-width spaces and joiners,
-/// bidirectional overrides), private-use characters and line separators are refused:
-/// they let one name pass for another ("ann" and "ann" + U+200B) or reorder the text
-/// around it.
-pub fn printable_text(raw: &str, max_chars: usize, what: &str) -> Result<String, AppError> {
-    // The bound applies to what was sent, so that the documented length is the limit.
-    let text: String = raw.trim().nfc().collect();
-    let too_long = raw.chars().count() > max_chars;
-    if text.is_empty() || too_long || !text.chars().all(is_visible_text) {
-        return Err(AppError::BadRequest(format!(
-            "{what} is 1 to {max_chars} printable characters, without invisible or \
-             formatting characters"
-        )));
-    }
-    Ok(text)
-}
-
-/// Whether `c` may appear in a name: anything but the invisible or reordering classes,
-/// and no whitespace but the plain space.
-fn is_visible_text(c: char) -> bool {
-    use GeneralCategory::*;
-    let hidden = matches!(
-        c.general_category(),
-        Control | Format | PrivateUse | Surrogate | Unassigned | LineSeparator | ParagraphSeparator
-    );
-    !hidden && (c == ' ' || !c.is_whitespace())
-}
-
-/// The form two names are compared in: "Ann" and "ANN", or "ﬁ" and "fi", are one name.
-pub fn name_key(name: &str) -> String {
-    name.nfkc().flat_map(char::to_lowercase).collect()
-}
-
 /// The stored player `id` if `secret` is theirs; `bad_player_secret` for a wrong or
 /// missing secret and for an unknown id alike, so that ids cannot be probed.
 pub async fn verify_player(
@@ -104,11 +62,7 @@ pub async fn verify_player(
     secret: Option<String>,
 ) -> Result<carcassonne_store::PlayerRow, AppError> {
     let secret = secret.ok_or(AppError::BadPlayerSecret)?;
-    let player = store
-        .player(id)
-        .await
-        .map_err(AppError::from_store)?
-        .ok_or(AppError::BadPlayerSecret)?;
+    let player = store.player(id).await?.ok_or(AppError::BadPlayerSecret)?;
     if Token::from_client(secret).hash() != player.secret_hash {
         return Err(AppError::BadPlayerSecret);
     }
@@ -150,11 +104,7 @@ pub async fn create_player(
         secret_hash: secret.hash(),
         created_at: now_millis(),
     };
-    state
-        .store
-        .create_player(&row)
-        .await
-        .map_err(AppError::from_store)?;
+    state.store.create_player(&row).await?;
     let created = PlayerCreated {
         id: row.id,
         display_name,
@@ -173,18 +123,8 @@ pub async fn show_player(
     AppPath(id): AppPath<Uuid>,
 ) -> Result<Json<PlayerView>, AppError> {
     let not_found = || AppError::NotFound("no player with this id");
-    let player = state
-        .store
-        .player(id)
-        .await
-        .map_err(AppError::from_store)?
-        .ok_or_else(not_found)?;
-    let stats: PlayerStats = state
-        .store
-        .player_stats(id)
-        .await
-        .map_err(AppError::from_store)?
-        .ok_or_else(not_found)?;
+    let player = state.store.player(id).await?.ok_or_else(not_found)?;
+    let stats: PlayerStats = state.store.player_stats(id).await?.ok_or_else(not_found)?;
     Ok(Json(PlayerView {
         id,
         display_name: player.display_name,
@@ -193,48 +133,4 @@ pub async fn show_player(
         wins: stats.wins,
         average_score: stats.average_score,
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn display_names_are_trimmed_and_bounded() {
-        assert_eq!(display_name("  Ada ").unwrap(), "Ada");
-        assert!(display_name("").is_err());
-        assert!(display_name("   ").is_err());
-        assert!(display_name(&"x".repeat(33)).is_err());
-        assert!(display_name("bell\u{7}").is_err());
-        assert_eq!(display_name(&"é".repeat(32)).unwrap().chars().count(), 32);
-    }
-
-    #[test]
-    fn invisible_and_reordering_characters_are_refused() {
-        for name in [
-            "ann\u{200B}",
-            "a\u{200D}nn",
-            "\u{202E}nna",
-            "ann\u{2066}",
-            "\u{FEFF}ann",
-            "an\u{00AD}n",
-            "ann\u{E000}",
-            "an\u{2028}n",
-            "an\tn",
-            "an\u{3000}n",
-        ] {
-            assert!(display_name(name).is_err(), "{name:?} was accepted");
-        }
-        assert_eq!(display_name("Zoë Ødegård 李").unwrap(), "Zoë Ødegård 李");
-        assert_eq!(display_name("👩\u{200D}🚀").ok(), None);
-    }
-
-    #[test]
-    fn names_are_stored_composed_and_compared_without_case_or_compatibility_forms() {
-        // "e" followed by a combining acute accent is stored as the one character "é".
-        assert_eq!(display_name("Zoe\u{301}").unwrap(), "Zo\u{e9}");
-        assert_eq!(name_key("ANN"), name_key("ann"));
-        assert_eq!(name_key("\u{FB01}x"), name_key("fix"));
-        assert_ne!(name_key("ann"), name_key("anne"));
-    }
 }

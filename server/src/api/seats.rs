@@ -73,7 +73,7 @@ pub async fn add_bot(
     let name = body
         .name
         .as_deref()
-        .map(crate::api::players::display_name)
+        .map(crate::rooms::names::display_name)
         .transpose()?;
     let room = live_room(&state, id).await?;
     let seat = room

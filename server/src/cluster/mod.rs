@@ -146,12 +146,7 @@ pub async fn resolve(
     if let Some(room) = state.rooms.get(id) {
         return Ok(Some(room));
     }
-    let Some(holder) = state
-        .store
-        .lease_holder(id)
-        .await
-        .map_err(AppError::from_store)?
-    else {
+    let Some(holder) = state.store.lease_holder(id).await? else {
         return Ok(None);
     };
     let free =
@@ -173,12 +168,11 @@ async fn take_over(
     let asked = BootTime::now();
     if !store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
     {
         return Ok(None);
     }
-    let Some(live) = store.live_game(id).await.map_err(AppError::from_store)? else {
+    let Some(live) = store.live_game(id).await? else {
         return Ok(None);
     };
     match Room::restore(live, state.room_services()) {
@@ -212,8 +206,7 @@ pub async fn start_new_room(state: &AppState, mut room: Room) -> Result<(), AppE
     let asked = BootTime::now();
     if store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
-        .await
-        .map_err(AppError::from_store)?
+        .await?
     {
         room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
         start_owned_room(state, cluster, room, false).await?;
@@ -252,11 +245,7 @@ pub async fn start_owned_room(
 
 /// Takes over every game the sweep finds unowned: the games of a node that died.
 pub async fn take_over_orphans(state: &AppState, cluster: &Cluster) -> Result<usize, AppError> {
-    let orphans = state
-        .store
-        .orphaned_games(64)
-        .await
-        .map_err(AppError::from_store)?;
+    let orphans = state.store.orphaned_games(64).await?;
     let mut taken = 0;
     for id in orphans {
         let _resolving = cluster.resolving.lock().await;

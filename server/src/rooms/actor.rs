@@ -532,7 +532,7 @@ impl Room {
                     tracing::warn!(%cause, seq, "the database refused a write: another node owns the game");
                     Written::Lost
                 }
-                Err(other) => Written::No(AppError::from_store(other)),
+                Err(other) => Written::No(AppError::from(other)),
             };
             Done::Write {
                 change,

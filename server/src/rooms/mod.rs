@@ -8,6 +8,7 @@
 pub mod actor;
 pub mod clocks;
 pub mod machine;
+pub mod names;
 pub mod outcome;
 pub mod patch;
 pub mod tenure;

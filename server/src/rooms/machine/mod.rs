@@ -11,11 +11,11 @@
 //! clocks, timeouts, abandonment, resignation, expiry) is unit tested without sockets or
 //! a database.
 
-use crate::api::players::name_key;
 use crate::auth::{Token, invite_code_matches};
 use crate::error::AppError;
 use crate::protocol::ServerMessage;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
+use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
 use crate::rooms::patch::patch_between;
 use crate::rooms::view::{ClockSource, PublicState, legal_moves, public_state};
