@@ -42,7 +42,7 @@ const CLIENT_TYPES: [&str; 4] = ["hello", "command", "resync", "ping"];
 /// frame is a `command` with a string `id`, that id (so the reply can be `rejected`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadFrame {
-    pub error: ErrorBody,
+    pub error: AppError,
     pub command_id: Option<String>,
 }
 
@@ -55,22 +55,20 @@ pub fn parse_client_message(text: &str) -> Result<ClientMessage, BadFrame> {
     if let Ok(message) = serde_json::from_str(text) {
         return Ok(message);
     }
-    let reject = |code: &str, message: String, command_id: Option<String>| BadFrame {
-        error: ErrorBody {
-            code: code.to_owned(),
-            message,
-        },
-        command_id,
-    };
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| reject("malformed_json", format!("malformed JSON: {e}"), None))?;
+    let reject = |error: AppError, command_id: Option<String>| BadFrame { error, command_id };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        reject(
+            AppError::MalformedJson(format!("malformed JSON: {e}")),
+            None,
+        )
+    })?;
     let kind = value
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
     if !CLIENT_TYPES.contains(&kind) {
         let message = format!("unknown message type {kind:?}; expected one of {CLIENT_TYPES:?}");
-        return Err(reject("unknown_type", message, None));
+        return Err(reject(AppError::UnknownType(message), None));
     }
     let kind = kind.to_owned();
     let command_id = match (kind.as_str(), value.get("id")) {
@@ -79,8 +77,7 @@ pub fn parse_client_message(text: &str) -> Result<ClientMessage, BadFrame> {
     };
     serde_json::from_value(value).map_err(|e| {
         reject(
-            "bad_message",
-            format!("bad {kind} message: {e}"),
+            AppError::BadMessage(format!("bad {kind} message: {e}")),
             command_id,
         )
     })
@@ -189,7 +186,11 @@ mod tests {
     }
 
     fn code_of(text: &str) -> String {
-        parse_client_message(text).unwrap_err().error.code
+        parse_client_message(text)
+            .unwrap_err()
+            .error
+            .code()
+            .to_owned()
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use crate::admission::{Evicted, PendingSlot, TokenBucket};
 use crate::auth::Token;
-use crate::error::{AppError, ErrorBody};
+use crate::error::AppError;
 use crate::http::TcpSlot;
 use crate::protocol::{BadFrame, ClientMessage, Role, ServerMessage, parse_client_message};
 use crate::rooms::{Connected, Outgoing, RoomHandle, RoomRequest};
@@ -300,7 +300,7 @@ impl Connection {
                         self.send_error(&error).await;
                         // The game's room is stopping here or (cluster mode) moving to
                         // another node: the client reconnects, as after a restart.
-                        if error.code() == "shutting_down" {
+                        if error.code() == AppError::ShuttingDown.code() {
                             self.close(close::RESTART, "reconnect shortly").await;
                             return None;
                         }
@@ -310,15 +310,8 @@ impl Connection {
                         }
                     }
                 },
-                Ok(_) => {
-                    let error = AppError::BadRequest("say hello first".into());
-                    self.send_error_body(ErrorBody {
-                        code: "hello_required".into(),
-                        message: error.to_string(),
-                    })
-                    .await;
-                }
-                Err(bad) => self.send_error_body(bad.error).await,
+                Ok(_) => self.send_error(&AppError::HelloRequired).await,
+                Err(bad) => self.send_error(&bad.error).await,
             }
         }
     }
@@ -446,27 +439,20 @@ impl Connection {
             }
             Message::Text(text) if !self.bucket.take() => {
                 drop(text);
-                self.state.metrics.reject("rate_limited");
-                let body = ErrorBody {
-                    code: "rate_limited".into(),
-                    message: "too many messages".into(),
-                };
-                self.send_error_body(body).await;
+                // Counted once, as the error it is sent.
+                self.send_error(&AppError::TooManyMessages).await;
                 self.close(close::POLICY, "rate limit exceeded").await;
                 Screened::End
             }
             Message::Text(text) => Screened::Text(text),
             Message::Binary(_) if !self.bucket.take() => {
-                self.state.metrics.reject("rate_limited");
+                self.state.metrics.reject(AppError::TooManyMessages.code());
                 self.close(close::POLICY, "rate limit exceeded").await;
                 Screened::End
             }
             Message::Binary(_) => {
-                let body = ErrorBody {
-                    code: "bad_message".into(),
-                    message: "send JSON text frames".into(),
-                };
-                self.send_error_body(body).await;
+                let error = AppError::BadMessage("send JSON text frames".into());
+                self.send_error(&error).await;
                 Screened::Skip
             }
             Message::Ping(_) | Message::Pong(_) => Screened::Skip,
@@ -484,11 +470,7 @@ impl Connection {
             }
             Ok(ClientMessage::Ping) => self.send_text(ServerMessage::Pong.to_json().into()).await,
             Ok(ClientMessage::Hello { .. }) => {
-                let body = ErrorBody {
-                    code: "already_welcomed".into(),
-                    message: "this connection has already said hello".into(),
-                };
-                self.send_error_body(body).await;
+                self.send_error(&AppError::AlreadyWelcomed).await;
             }
             Err(bad) => self.on_bad_frame(bad).await,
         }
@@ -500,14 +482,14 @@ impl Connection {
     async fn on_bad_frame(&mut self, bad: BadFrame) {
         match bad.command_id {
             Some(id) => {
-                self.state.metrics.reject(&bad.error.code);
+                self.state.metrics.reject(bad.error.code());
                 let reply = ServerMessage::Rejected {
                     id,
-                    error: bad.error,
+                    error: bad.error.body(),
                 };
                 self.send_text(reply.to_json().into()).await;
             }
-            None => self.send_error_body(bad.error).await,
+            None => self.send_error(&bad.error).await,
         }
     }
 
@@ -668,12 +650,6 @@ impl Connection {
     async fn send_error(&mut self, error: &AppError) {
         self.state.metrics.reject(error.code());
         self.send_text(ServerMessage::error(error).to_json().into())
-            .await;
-    }
-
-    async fn send_error_body(&mut self, body: ErrorBody) {
-        self.state.metrics.reject(&body.code);
-        self.send_text(ServerMessage::Error { error: body }.to_json().into())
             .await;
     }
 

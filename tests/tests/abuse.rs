@@ -261,6 +261,13 @@ async fn a_burst_of_pings_or_bad_frames_is_cut_off_after_a_rate_limited_error() 
         }
         assert_eq!(flooder.close_code().await, Some(1008), "{frame}");
     }
+    // Each cut-off connection counts once, as the error it was sent.
+    let cut_off = metric(
+        &server,
+        "carcassonne_rejected_commands_total{code=\"rate_limited\"}",
+    )
+    .await;
+    assert_eq!(cut_off, 2);
 }
 
 /// Sends resync requests (each answered with a whole snapshot) until the server stops

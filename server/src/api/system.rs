@@ -1,7 +1,7 @@
 //! Operations endpoints: liveness (`/healthz`), readiness (`/readyz`) and metrics.
 //! None of them is rate limited.
 
-use crate::error::{ErrorBody, ErrorResponse};
+use crate::error::{AppError, ErrorResponse};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -49,7 +49,7 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     ))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.draining() {
-        return not_ready("draining", "the server is shutting down");
+        return not_ready(AppError::Draining);
     }
     match state.store.ping().await {
         Ok(()) => Json(Readiness {
@@ -57,20 +57,14 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
             database: "ok",
         })
         .into_response(),
-        Err(_) => not_ready("database_unavailable", "the database does not answer"),
+        Err(_) => not_ready(AppError::DatabaseUnavailable),
     }
 }
 
-fn not_ready(code: &str, message: &str) -> Response {
-    let error = ErrorBody {
-        code: code.to_owned(),
-        message: message.to_owned(),
-    };
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        Json(ErrorResponse { error }),
-    )
-        .into_response()
+/// Not ready: 503 with the reason (`draining` or `database_unavailable`).
+fn not_ready(reason: AppError) -> Response {
+    debug_assert_eq!(reason.status(), StatusCode::SERVICE_UNAVAILABLE);
+    reason.into_response()
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "system",
