@@ -14,7 +14,7 @@
 
 pub mod pending;
 
-pub use pending::{Admitted, Evicted, PendingPool, PendingSlot};
+pub use pending::{Evicted, PendingPool, PendingSlot};
 
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota};

@@ -23,8 +23,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tower_service::Service;
 
 /// The place a TCP connection holds; WebSocket connections keep it after the upgrade.
+/// Never read: holding it is the point, and dropping the last clone frees the place.
 #[derive(Clone, Debug)]
-pub struct TcpSlot(pub Arc<Slot>);
+pub struct TcpSlot(#[expect(dead_code, reason = "held for its Drop")] Arc<Slot>);
 
 /// How long to wait before accepting again after `accept` failed (as when out of file
 /// descriptors), so the loop does not spin.

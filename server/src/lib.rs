@@ -6,28 +6,39 @@
 //! in-flight command finished and committed, every task awaited. Tests bind port 0 and
 //! call `run` directly.
 
-pub mod admission;
-pub mod api;
-pub mod auth;
-pub mod bots;
-pub mod clock;
-pub mod cluster;
-pub mod config;
-pub mod error;
-pub mod healthcheck;
-pub mod http;
-pub mod metrics;
+mod admission;
+mod api;
+mod auth;
+mod bots;
+mod clock;
+mod cluster;
+mod config;
+mod error;
+mod healthcheck;
+mod http;
+mod metrics;
 pub mod protocol;
-pub mod replay;
-pub mod rooms;
-pub mod state;
-pub mod tournament;
-pub mod web;
-pub mod ws;
+mod replay;
+mod rooms;
+mod state;
+mod tournament;
+mod web;
+mod ws;
+
+// What the binary (main.rs) uses; everything else is private to the library, so that
+// rustc reports what nothing calls.
+pub use cluster::ClusterConfig;
+pub use config::{Config, Limits, default_bot_threads};
+pub use rooms::RoomSettings;
+pub mod commands {
+    //! The subcommands other than `serve`.
+    pub use crate::healthcheck::check as healthcheck;
+    pub use crate::replay::run as replay;
+    pub use crate::tournament::{TournamentArgs, run as tournament};
+}
 
 use crate::bots::BotPool;
 use crate::cluster::Cluster;
-use crate::config::Config;
 use crate::error::AppError;
 use crate::rooms::actor::Room;
 use crate::rooms::tenure::{BootTime, Tenure};

@@ -3,9 +3,8 @@
 //! plays bots against each other and reports their strength.
 
 use carcassonne_bots::BotLevel;
-use carcassonne_server::cluster::ClusterConfig;
-use carcassonne_server::config::{Config, Limits, default_bot_threads};
-use carcassonne_server::rooms::RoomSettings;
+use carcassonne_server::commands;
+use carcassonne_server::{ClusterConfig, Config, Limits, RoomSettings, default_bot_threads};
 use carcassonne_store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::fmt;
@@ -51,7 +50,7 @@ enum Command {
     /// Exit status: 0 on a 200 answer, 1 otherwise.
     Healthcheck(HealthcheckArgs),
     /// Play bots against each other and report their strength.
-    Tournament(carcassonne_server::tournament::TournamentArgs),
+    Tournament(commands::TournamentArgs),
 }
 
 /// A duration written the humane way: `10s`, `500ms`, `1m 30s`; never zero.
@@ -272,14 +271,14 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Replay(args)) => replay(args),
         Some(Command::Healthcheck(args)) => healthcheck(args),
-        Some(Command::Tournament(args)) => carcassonne_server::tournament::run(args),
+        Some(Command::Tournament(args)) => commands::tournament(args),
         Some(Command::Serve(args)) => serve(*args),
         None => serve(cli.serve),
     }
 }
 
 fn replay(args: ReplayArgs) -> ExitCode {
-    let output = carcassonne_server::replay::run(&args.file, args.legal);
+    let output = commands::replay(&args.file, args.legal);
     println!("{}", output.stdout);
     if let Some(message) = output.message {
         eprintln!("{message}");
@@ -292,7 +291,7 @@ fn healthcheck(args: HealthcheckArgs) -> ExitCode {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let check = carcassonne_server::healthcheck::check(&args.url, args.timeout.0);
+    let check = commands::healthcheck(&args.url, args.timeout.0);
     match runtime.block_on(check) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -131,6 +131,7 @@ pub fn is_static(path: &str) -> bool {
 
 /// The files of the first load: the page, its scripts and its style sheet. Not the
 /// benchmark (`#/bench` loads it on demand), nor the icon.
+#[cfg(test)]
 fn first_load() -> impl Iterator<Item = (usize, &'static Asset)> {
     ASSETS.iter().enumerate().filter(|(_, asset)| {
         asset.name != "bench.js"
@@ -142,12 +143,14 @@ fn first_load() -> impl Iterator<Item = (usize, &'static Asset)> {
 
 /// The total size of the first load: the page, every script and the style sheet,
 /// uncompressed.
-pub fn first_load_bytes() -> usize {
+#[cfg(test)]
+fn first_load_bytes() -> usize {
     first_load().map(|(_, asset)| asset.body.len()).sum()
 }
 
 /// The same files as [`first_load_bytes`], as they travel to a browser that accepts gzip.
-pub fn first_load_compressed_bytes() -> usize {
+#[cfg(test)]
+fn first_load_compressed_bytes() -> usize {
     first_load()
         .map(|(index, _)| PRECOMPRESSED[index].encoded_len())
         .sum()
@@ -224,16 +227,13 @@ impl Precompressed {
     }
 
     /// The bytes as they are.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.identity.len()
     }
 
-    /// Whether there are no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.identity.is_empty()
-    }
-
     /// The bytes a client that accepts gzip receives.
+    #[cfg(test)]
     pub fn encoded_len(&self) -> usize {
         self.gzip.as_ref().map_or(self.identity.len(), Bytes::len)
     }

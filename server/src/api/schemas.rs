@@ -7,6 +7,9 @@
 //! game's states, events and record) against the schemas generated from them, so they
 //! cannot drift from what goes on the wire.
 
+// Described, never constructed: utoipa reads their shapes, nothing builds their values.
+#![expect(dead_code, reason = "schema-only types")]
+
 use serde::Serialize;
 use utoipa::{PartialSchema, ToSchema};
 

@@ -21,6 +21,10 @@ use uuid::Uuid;
 
 /// The levels a bot plays at.
 #[derive(Serialize, ToSchema)]
+#[expect(
+    dead_code,
+    reason = "schema-only: described for OpenAPI, never constructed"
+)]
 #[serde(rename_all = "snake_case")]
 pub enum BotLevelName {
     /// A uniformly random legal move.

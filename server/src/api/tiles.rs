@@ -98,7 +98,8 @@ static CATALOGUE: LazyLock<Precompressed> = LazyLock::new(|| {
 });
 
 /// The catalogue's size as JSON, and gzipped.
-pub fn catalogue_bytes() -> (usize, usize) {
+#[cfg(test)]
+fn catalogue_bytes() -> (usize, usize) {
     (CATALOGUE.len(), CATALOGUE.encoded_len())
 }
 
