@@ -98,7 +98,7 @@ export class GameView {
     if (c.state.status === "finished" && !this.match) this.loadMatch();
     yourTurn(this.myTurn(), c.state.name);
     const onBoard = this.board.svg.contains(document.activeElement) ? document.activeElement : null;
-    const boardKey = onBoard && (onBoard.dataset.spot ? `[data-spot="${CSS.escape(onBoard.dataset.spot)}"][data-cell="${onBoard.dataset.cell}"]` : onBoard.dataset.cell ? `[data-cell="${onBoard.dataset.cell}"]` : null);
+    const boardKey = onBoard && (this.choiceKey() ?? (onBoard.dataset.spot ? `[data-spot="${CSS.escape(onBoard.dataset.spot)}"][data-cell="${onBoard.dataset.cell}"]` : onBoard.dataset.cell ? `[data-cell="${onBoard.dataset.cell}"]` : null));
     this.renderBoard();
     if (boardKey) (this.board.svg.querySelector(boardKey) || this.board.svg).focus({ preventScroll: true });
     // The panel is rebuilt on every change: keep the keyboard focus on the same control,
@@ -107,6 +107,20 @@ export class GameView {
     const focused = focusedInPanel ? focusKey(document.activeElement) : null;
     mount(this.panel, ...this.panelParts());
     if (focusedInPanel) this.refocus(focused);
+  }
+
+  /**
+   * The board element of the current choice (the chosen cell, or the chosen spot): the
+   * focus follows the choice, so that Enter confirms what arrows chose rather than
+   * picking the element clicked before.
+   */
+  choiceKey() {
+    if (this.connection.legal?.place_tile && this.selected) return `rect.target[data-cell="${this.selected.x},${this.selected.y}"]`;
+    if (this.chosen?.type === "place_figure") {
+      const { x, y } = this.moveAt(this.chosen);
+      return `g.spot[data-spot="${CSS.escape(this.chosen.spot)}"][data-cell="${x},${y}"]`;
+    }
+    return null;
   }
 
   refocus(key) {

@@ -456,6 +456,16 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
             let moved = (to[axis].as_i64().unwrap() - from[axis].as_i64().unwrap()) * sign;
             assert!(moved > 0, "{key:?} went from {from} to {to}");
         }
+        // The focus follows the choice, so that Enter places the chosen cell rather than
+        // picking the one clicked before.
+        let focused = page
+            .eval("document.activeElement?.dataset?.cell ?? null")
+            .await;
+        assert_eq!(
+            focused,
+            Value::String(format!("{},{}", to[0], to[1])),
+            "the focus stayed behind after {key:?}"
+        );
     }
     page.keys(ENTER).await;
 
