@@ -126,7 +126,7 @@ impl AppState {
     pub fn spawn_room(&self, room: Room) -> RoomHandle {
         let id = room.id();
         let (sender, requests) = mpsc::channel(ROOM_QUEUE);
-        let handle = RoomHandle::new(id, sender);
+        let handle = RoomHandle::new(id, sender, room.updates());
         self.rooms.insert(handle.clone());
         self.metrics.live_rooms.inc();
         let (rooms, registered, metrics, shutdown) = (

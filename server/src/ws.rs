@@ -11,7 +11,7 @@ use crate::auth::Token;
 use crate::error::AppError;
 use crate::http::TcpSlot;
 use crate::protocol::{BadFrame, ClientMessage, Role, ServerMessage, parse_client_message};
-use crate::rooms::{Connected, Outgoing, RoomHandle, RoomRequest};
+use crate::rooms::{Connected, Outgoing, Request, RoomHandle};
 use crate::state::AppState;
 use axum::Extension;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -155,7 +155,7 @@ async fn serve_connection(
     if let Some(hash) = connection.token_hash.take() {
         connection
             .room
-            .tell(RoomRequest::Disconnect {
+            .tell(Request::Disconnect {
                 token_hash: Some(hash),
             })
             .await;
@@ -325,12 +325,7 @@ impl Connection {
         let token_hash = token.map(|token| Token::from_client(token).hash());
         let connected = self
             .room
-            .ask(|reply| RoomRequest::Connect {
-                token_hash: token_hash.clone(),
-                invite_code,
-                last_seq,
-                reply,
-            })
+            .connect(token_hash.clone(), invite_code, last_seq)
             .await?;
         self.token_hash = token_hash;
         self.seat = connected.seat;
@@ -506,12 +501,11 @@ impl Connection {
             (Some(hash), false) => {
                 let (token_hash, command_id) = (hash.clone(), id.clone());
                 self.room
-                    .ask(|reply| RoomRequest::Command {
+                    .ask(Request::Command {
                         token_hash,
                         id: command_id,
                         expected_seq,
                         mv,
-                        reply,
                     })
                     .await
             }
@@ -581,12 +575,11 @@ impl Connection {
     /// Sends what a client that last saw `last_seq` is missing: updates or a snapshot.
     async fn resync(&mut self, last_seq: Option<u64>) -> Result<(), AppError> {
         let token_hash = self.token_hash.clone();
-        let catch_up = self
+        let catch_up: Vec<Arc<Outgoing>> = self
             .room
-            .ask(|reply| RoomRequest::Resync {
+            .ask(Request::Resync {
                 token_hash,
                 last_seq,
-                reply,
             })
             .await?;
         self.last_seq = last_seq;

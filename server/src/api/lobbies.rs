@@ -15,7 +15,7 @@ use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
 use crate::rooms::names::printable_text;
 pub use crate::rooms::view::{LobbyView, lobby_view};
-use crate::rooms::{RoomHandle, RoomRequest};
+use crate::rooms::{JoinedSeat, Request, RoomHandle};
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Bytes;
@@ -336,12 +336,11 @@ pub async fn join_lobby(
     let room = live_room(&state, id).await?;
     let (name, player_id) = resolve_identity(&state.store, body.player).await?;
     let invite_code = body.invite_code;
-    let joined = room
-        .ask(|reply| RoomRequest::Join {
+    let joined: JoinedSeat = room
+        .ask(Request::Join {
             name,
             player_id,
             invite_code,
-            reply,
         })
         .await?;
     Ok(Json(SeatGranted {
@@ -383,8 +382,7 @@ pub async fn leave_lobby(
 ) -> Result<StatusCode, AppError> {
     let token_hash = bearer_token(&headers)?.hash();
     let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::Leave { token_hash, reply })
-        .await?;
+    room.ask::<()>(Request::Leave { token_hash }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -407,10 +405,9 @@ pub async fn start_lobby(
     let randomize_seats = start_options(&body)?.randomize_seats;
     let room = live_room(&state, id).await?;
     let started = room
-        .ask(|reply| RoomRequest::Start {
+        .ask(Request::Start {
             token_hash,
             randomize_seats,
-            reply,
         })
         .await?;
     Ok(Json(started))
@@ -440,7 +437,6 @@ pub async fn cancel_lobby(
 ) -> Result<Json<LobbyView>, AppError> {
     let token_hash = bearer_token(&headers)?.hash();
     let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::Cancel { token_hash, reply })
-        .await?;
+    room.ask::<()>(Request::Cancel { token_hash }).await?;
     Ok(Json(current_view(&state, id).await?))
 }

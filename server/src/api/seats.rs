@@ -9,7 +9,7 @@ use crate::api::lobbies::{LobbyView, SeatGranted, current_view, live_room};
 use crate::api::players::verify_player;
 use crate::auth::bearer_token;
 use crate::error::{AppError, ErrorResponse};
-use crate::rooms::RoomRequest;
+use crate::rooms::{JoinedSeat, Request};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -81,11 +81,10 @@ pub async fn add_bot(
         .transpose()?;
     let room = live_room(&state, id).await?;
     let seat = room
-        .ask(|reply| RoomRequest::AddBot {
+        .ask(Request::AddBot {
             token_hash,
             level: body.level,
             name,
-            reply,
         })
         .await?;
     let lobby = current_view(&state, id).await?;
@@ -109,12 +108,8 @@ pub async fn remove_bot(
 ) -> Result<StatusCode, AppError> {
     let token_hash = bearer_token(&headers)?.hash();
     let room = live_room(&state, id).await?;
-    room.ask(|reply| RoomRequest::RemoveBot {
-        token_hash,
-        seat,
-        reply,
-    })
-    .await?;
+    room.ask::<()>(Request::RemoveBot { token_hash, seat })
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -130,8 +125,8 @@ pub async fn resign(
     AppPath(id): AppPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    ask_as_seat(&state, id, &headers, |token_hash, reply| {
-        RoomRequest::Resign { token_hash, reply }
+    ask_as_seat(&state, id, &headers, |token_hash| Request::Resign {
+        token_hash,
     })
     .await
 }
@@ -142,11 +137,11 @@ async fn ask_as_seat(
     state: &AppState,
     id: Uuid,
     headers: &HeaderMap,
-    make: impl FnOnce(String, crate::rooms::Reply<()>) -> RoomRequest,
+    make: impl FnOnce(String) -> Request,
 ) -> Result<StatusCode, AppError> {
     let token_hash = bearer_token(headers)?.hash();
     let room = live_room(state, id).await?;
-    room.ask(|reply| make(token_hash, reply)).await?;
+    room.ask::<()>(make(token_hash)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -162,8 +157,8 @@ pub async fn abort(
     AppPath(id): AppPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
-    ask_as_seat(&state, id, &headers, |token_hash, reply| {
-        RoomRequest::Abort { token_hash, reply }
+    ask_as_seat(&state, id, &headers, |token_hash| Request::Abort {
+        token_hash,
     })
     .await
 }
@@ -184,9 +179,7 @@ pub async fn reclaim(
     verify_player(&state.store, body.player_id, Some(body.player_secret)).await?;
     let room = live_room(&state, id).await?;
     let player_id = body.player_id;
-    let joined = room
-        .ask(|reply| RoomRequest::Reclaim { player_id, reply })
-        .await?;
+    let joined: JoinedSeat = room.ask(Request::Reclaim { player_id }).await?;
     Ok(Json(SeatGranted {
         lobby: joined.lobby,
         seat: joined.seat,

@@ -15,8 +15,8 @@
 //! unloads them.
 
 use crate::cluster::{Cluster, take_over_orphans};
+use crate::rooms::RoomHandle;
 use crate::rooms::tenure::BootTime;
-use crate::rooms::{RoomHandle, RoomRequest};
 use crate::state::AppState;
 use carcassonne_store::Store;
 use std::collections::HashSet;
@@ -98,7 +98,7 @@ impl Keeper {
         for room in local.iter().filter(|room| !held.contains(&room.id)) {
             // A room whose queue is full is told at the next renewal; meanwhile its
             // tenure, renewed below without it, keeps it from deciding anything.
-            if !self.told_to_unload.contains(&room.id) && room.try_tell(RoomRequest::Unload) {
+            if !self.told_to_unload.contains(&room.id) && room.try_unload() {
                 tracing::warn!(game = %room.id, "lost the lease of a game; unloading it");
                 self.told_to_unload.insert(room.id);
             }

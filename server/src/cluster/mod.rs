@@ -225,7 +225,7 @@ pub async fn start_owned_room(
     taken_over: bool,
 ) -> Result<RoomHandle, AppError> {
     let requests = relay::listen(cluster, room.id()).await?;
-    let updates = room.subscribe_updates();
+    let updates = room.updates().subscribe();
     let handle = state.spawn_room(room);
     let (store, owner) = (state.store.clone(), cluster.clone());
     state

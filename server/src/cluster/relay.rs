@@ -5,10 +5,10 @@
 //! publishes each of the room's updates once on the game's update subject, for every
 //! node with connections to the game. The room itself knows nothing of the cluster.
 
-use crate::cluster::wire::{self, Answer, Published, Request};
+use crate::cluster::wire::{FromOwner, Published, RelayQuestion, ToOwner};
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
-use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
+use crate::rooms::{Answer, Outgoing, RoomHandle};
 use async_nats::Subscriber;
 use carcassonne_store::Store;
 use futures_util::StreamExt;
@@ -112,27 +112,28 @@ fn answer_later(
     published_seq: &Arc<AtomicU64>,
     message: async_nats::Message,
 ) {
-    let Some(reply_to) = message.reply.clone() else {
-        // Only a disconnect needs no answer.
-        if let Ok(Request::Disconnect { token_hash }) = serde_json::from_slice(&message.payload) {
-            let room = room.clone();
-            tokio::spawn(async move { room.tell(RoomRequest::Disconnect { token_hash }).await });
-        }
-        return;
-    };
+    let request = serde_json::from_slice::<ToOwner>(&message.payload);
     let (cluster, room, published_seq) = (cluster.clone(), room.clone(), published_seq.clone());
     tokio::spawn(async move {
-        let answer = match serde_json::from_slice::<Request>(&message.payload) {
-            Ok(Request::PublishedSeq) => Answer::Seq {
+        let outcome = match request {
+            Ok(ToOwner::Relay(RelayQuestion::PublishedSeq)) => Ok(Answer::Seq {
                 seq: published_seq.load(Ordering::Relaxed),
-            },
-            Ok(request) => perform(&room, request).await,
+            }),
+            // A disconnection is told, not asked.
+            Ok(ToOwner::Room(request)) if message.reply.is_none() => {
+                room.tell(request).await;
+                return;
+            }
+            Ok(ToOwner::Room(request)) => room.ask::<Answer>(request).await,
             Err(error) => {
                 tracing::error!(%error, "a node sent a request this node cannot read");
-                Answer::Refused((&AppError::Internal).into())
+                Err(AppError::Internal)
             }
         };
-        let payload = serde_json::to_vec(&answer).expect("serializable");
+        let Some(reply_to) = message.reply else {
+            return;
+        };
+        let payload = serde_json::to_vec(&FromOwner::from(outcome)).expect("serializable");
         let sent = cluster.nats.publish(reply_to, payload.into());
         match tokio::time::timeout(NATS_WAIT, sent).await {
             Ok(Ok(())) => {}
@@ -140,148 +141,4 @@ fn answer_later(
             Err(_) => tracing::warn!("NATS took too long to take an answer"),
         }
     });
-}
-
-/// Asks the local room, as the remote caller would have.
-async fn perform(room: &RoomHandle, request: Request) -> Answer {
-    use RoomRequest as R;
-    let outcome = match request {
-        Request::Join {
-            name,
-            player_id,
-            invite_code,
-        } => room
-            .ask(|reply| R::Join {
-                name,
-                player_id,
-                invite_code,
-                reply,
-            })
-            .await
-            .map(|joined| Answer::Joined {
-                seat: joined.seat,
-                token: joined.token.reveal().to_owned(),
-                lobby: joined.lobby,
-            }),
-        Request::Leave { token_hash } => room
-            .ask(|reply| R::Leave { token_hash, reply })
-            .await
-            .map(|()| Answer::Done),
-        Request::Start {
-            token_hash,
-            randomize_seats,
-        } => room
-            .ask(|reply| R::Start {
-                token_hash,
-                randomize_seats,
-                reply,
-            })
-            .await
-            .map(|lobby| Answer::Lobby { lobby }),
-        Request::Cancel { token_hash } => room
-            .ask(|reply| R::Cancel { token_hash, reply })
-            .await
-            .map(|()| Answer::Done),
-        Request::AddBot {
-            token_hash,
-            level,
-            name,
-        } => room
-            .ask(|reply| R::AddBot {
-                token_hash,
-                level,
-                name,
-                reply,
-            })
-            .await
-            .map(|seat| Answer::Seat { seat }),
-        Request::RemoveBot { token_hash, seat } => room
-            .ask(|reply| R::RemoveBot {
-                token_hash,
-                seat,
-                reply,
-            })
-            .await
-            .map(|()| Answer::Done),
-        Request::Resign { token_hash } => room
-            .ask(|reply| R::Resign { token_hash, reply })
-            .await
-            .map(|()| Answer::Done),
-        Request::Abort { token_hash } => room
-            .ask(|reply| R::Abort { token_hash, reply })
-            .await
-            .map(|()| Answer::Done),
-        Request::Reclaim { player_id } => room
-            .ask(|reply| R::Reclaim { player_id, reply })
-            .await
-            .map(|joined| Answer::Joined {
-                seat: joined.seat,
-                token: joined.token.reveal().to_owned(),
-                lobby: joined.lobby,
-            }),
-        other => perform_connection_request(room, other).await,
-    };
-    outcome.unwrap_or_else(|error| Answer::Refused((&error).into()))
-}
-
-async fn perform_connection_request(
-    room: &RoomHandle,
-    request: Request,
-) -> Result<Answer, AppError> {
-    use RoomRequest as R;
-    match request {
-        // The connection lives on the asking node, which listens to the update subject;
-        // the subscription made here for a local connection is not needed.
-        Request::Connect {
-            token_hash,
-            invite_code,
-            last_seq,
-        } => room
-            .ask(|reply| R::Connect {
-                token_hash,
-                invite_code,
-                last_seq,
-                reply,
-            })
-            .await
-            .map(|connected| Answer::Connected {
-                seat: connected.seat,
-                catch_up: wire::updates_of(&connected.catch_up),
-            }),
-        Request::Disconnect { token_hash } => {
-            room.tell(R::Disconnect { token_hash }).await;
-            Ok(Answer::Done)
-        }
-        // Answered by `answer_later` from what the relay published.
-        Request::PublishedSeq => Err(AppError::Internal),
-        Request::Resync {
-            token_hash,
-            last_seq,
-        } => room
-            .ask(|reply| R::Resync {
-                token_hash,
-                last_seq,
-                reply,
-            })
-            .await
-            .map(|updates| Answer::CatchUp {
-                updates: wire::updates_of(&updates),
-            }),
-        Request::Command {
-            token_hash,
-            id,
-            expected_seq,
-            mv,
-        } => room
-            .ask(|reply| R::Command {
-                token_hash,
-                id,
-                expected_seq,
-                mv,
-                reply,
-            })
-            .await
-            .map(|seq| Answer::Seq { seq }),
-        _ => unreachable!("lobby requests are performed by `perform`"),
-    }
 }

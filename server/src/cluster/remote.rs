@@ -15,11 +15,12 @@
 //! what came through, its connections are told ([`Outgoing::seq_check`]) and those that
 //! are behind catch up from the owner.
 
-use crate::cluster::wire::{self, Answer, Published, Request};
+use crate::cluster::wire::{FromOwner, Published, RelayQuestion, ToOwner};
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::rooms::{Outgoing, RoomHandle, RoomRequest};
+use crate::rooms::actor::BROADCAST_CAPACITY;
+use crate::rooms::{Expected, Mail, Outgoing, Reply, Request, RoomHandle};
 use crate::state::AppState;
 use async_nats::{RequestErrorKind, Subscriber};
 use futures_util::StreamExt;
@@ -85,13 +86,14 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
         return Err(AppError::ShuttingDown);
     }
     let (sender, requests) = mpsc::channel(QUEUE);
-    let handle = RoomHandle::remote(id, sender);
+    let updates = broadcast::channel(BROADCAST_CAPACITY).0;
+    let handle = RoomHandle::remote(id, sender, &updates);
     let (owner_lost, lost) = mpsc::unbounded_channel();
     let (checked, checks) = mpsc::unbounded_channel();
     let room = RemoteRoom {
         id,
         cluster: cluster.clone(),
-        updates: broadcast::channel(crate::rooms::actor::BROADCAST_CAPACITY).0,
+        updates,
         owner_lost,
         stopped: CancellationToken::new(),
         last_used: Instant::now(),
@@ -133,7 +135,7 @@ struct Heard {
 impl RemoteRoom {
     async fn run(
         mut self,
-        mut requests: mpsc::Receiver<RoomRequest>,
+        mut requests: mpsc::Receiver<Mail>,
         mut heard: Heard,
         shutdown: CancellationToken,
     ) {
@@ -144,8 +146,8 @@ impl RemoteRoom {
         let stop = loop {
             tokio::select! {
                 request = requests.recv() => match request {
-                    Some(RoomRequest::Unload) => break Stop::Reconnect,
-                    Some(request) => self.forward(request),
+                    Some(Mail::Unload) => break Stop::Reconnect,
+                    Some(Mail::Request(request, reply)) => self.forward(request, reply),
                     None => break Stop::Idle,
                 },
                 message = heard.published.next() => match message.map(|m| Published::decode(m.headers.as_ref(), m.payload)) {
@@ -174,9 +176,9 @@ impl RemoteRoom {
             self.tell_connections_to_reconnect();
         }
         // Requests already queued are answered: the caller retries and finds the owner.
-        while let Some(request) = requests.recv().await {
-            if let Some((_, Some(waiter))) = wire::split(request, &self.updates) {
-                waiter.answer(Err(AppError::ShuttingDown));
+        while let Some(mail) = requests.recv().await {
+            if let Mail::Request(_, reply) = mail {
+                reply.send(Err(AppError::ShuttingDown));
             }
         }
         tracing::debug!(game = %self.id, "stopped reaching a game owned by another node");
@@ -212,14 +214,15 @@ impl RemoteRoom {
             return;
         }
         self.checking = true;
-        let payload = serde_json::to_vec(&Request::PublishedSeq).expect("serializable");
+        let question = ToOwner::Relay(RelayQuestion::PublishedSeq);
+        let payload = serde_json::to_vec(&question).expect("serializable");
         let (nats, subject) = (self.cluster.nats.clone(), requests_subject(self.id));
         let checked = self.checked.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
             let seq = match nats.request(subject, payload.into()).await {
                 Ok(message) => match serde_json::from_slice(&message.payload) {
-                    Ok(Answer::Seq { seq }) => Some(seq),
+                    Ok(FromOwner::Answer(answer)) => u64::from_answer(*answer),
                     _ => None,
                 },
                 Err(error) => {
@@ -259,12 +262,9 @@ impl RemoteRoom {
     }
 
     /// Sends one request to the owner and answers its caller in a task of its own.
-    fn forward(&mut self, request: RoomRequest) {
+    fn forward(&mut self, request: Request, reply: Reply) {
         self.last_used = Instant::now();
-        let Some((request, waiter)) = wire::split(request, &self.updates) else {
-            return;
-        };
-        let payload = serde_json::to_vec(&request).expect("serializable");
+        let payload = serde_json::to_vec(&ToOwner::Room(request)).expect("serializable");
         let (nats, subject, lost) = (
             self.cluster.nats.clone(),
             requests_subject(self.id),
@@ -273,25 +273,28 @@ impl RemoteRoom {
         let (stopped, metrics) = (self.stopped.clone(), self.metrics.clone());
         metrics.cluster_event("relayed");
         tokio::spawn(async move {
-            let Some(waiter) = waiter else {
+            if !reply.is_awaited() {
                 let told = nats.publish(subject, payload.into());
                 if !matches!(tokio::time::timeout(NATS_WAIT, told).await, Ok(Ok(()))) {
                     tracing::warn!("cannot tell the owner of a game");
                 }
                 return;
-            };
+            }
             let asked = tokio::select! {
                 asked = nats.request(subject, payload.into()) => asked,
                 () = stopped.cancelled() => {
-                    waiter.answer(Err(AppError::ShuttingDown));
+                    reply.send(Err(AppError::ShuttingDown));
                     return;
                 }
             };
-            let answer = match asked {
-                Ok(message) => serde_json::from_slice(&message.payload).map_err(|error| {
-                    tracing::error!(%error, "an answer this node cannot read");
-                    AppError::Internal
-                }),
+            let outcome = match asked {
+                Ok(message) => match serde_json::from_slice::<FromOwner>(&message.payload) {
+                    Ok(answered) => answered.into(),
+                    Err(error) => {
+                        tracing::error!(%error, "an answer this node cannot read");
+                        Err(AppError::Internal)
+                    }
+                },
                 Err(error) => {
                     if matches!(
                         error.kind(),
@@ -304,7 +307,7 @@ impl RemoteRoom {
                     Err(AppError::ShuttingDown)
                 }
             };
-            waiter.answer(answer);
+            reply.send(outcome);
         });
     }
 }

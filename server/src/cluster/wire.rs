@@ -1,190 +1,77 @@
-//! What nodes say to each other over NATS: a room request without its reply channel, the
-//! reply, and a room's updates. Requests and answers are JSON, like everything else this
-//! server speaks, so that `nats sub 'carcassonne.>'` shows an operator what is going on;
-//! updates are the clients' own JSON texts, with what the stand-ins need in headers
-//! (see [`Published`]).
+//! What nodes say to each other over NATS: room requests and their answers (the room
+//! contract's own [`Request`] and [`Answer`], as JSON, so that `nats sub 'carcassonne.>'`
+//! shows an operator what is going on), and a room's updates, which are the clients' own
+//! JSON texts with what the stand-ins need in headers (see [`Published`]).
 //!
 //! Seat tokens cross this wire only as hashes, except the fresh token of a seat just
 //! taken or reclaimed, which the owner made and must hand to the node the player asked.
 
-use crate::auth::Token;
 use crate::error::AppError;
-use crate::rooms::view::LobbyView;
-use crate::rooms::{Connected, JoinedSeat, Outgoing, Reply, RoomRequest};
+use crate::rooms::{Answer, Outgoing, Request};
 use async_nats::HeaderMap;
 use axum::body::Bytes;
 use axum::extract::ws::Utf8Bytes;
-use carcassonne_bots::BotLevel;
-use carcassonne_core::Move;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::{broadcast, oneshot};
-use uuid::Uuid;
 
-/// A [`RoomRequest`] as it travels to the room's owner.
+/// What a node sends a game's owner: a request for the room, or the relay's own question.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToOwner {
+    Room(Request),
+    Relay(RelayQuestion),
+}
+
+/// Asked of the owner's relay, never of the room.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Request {
-    Join {
-        name: String,
-        player_id: Option<Uuid>,
-        invite_code: Option<String>,
-    },
-    Leave {
-        token_hash: String,
-    },
-    Start {
-        token_hash: String,
-        randomize_seats: bool,
-    },
-    Cancel {
-        token_hash: String,
-    },
-    AddBot {
-        token_hash: String,
-        level: BotLevel,
-        name: Option<String>,
-    },
-    RemoveBot {
-        token_hash: String,
-        seat: u8,
-    },
-    Resign {
-        token_hash: String,
-    },
-    Abort {
-        token_hash: String,
-    },
-    Reclaim {
-        player_id: Uuid,
-    },
-    Connect {
-        token_hash: Option<String>,
-        invite_code: Option<String>,
-        last_seq: Option<u64>,
-    },
-    Disconnect {
-        token_hash: Option<String>,
-    },
-    Resync {
-        token_hash: Option<String>,
-        last_seq: Option<u64>,
-    },
-    Command {
-        token_hash: String,
-        id: String,
-        expected_seq: u64,
-        mv: Move,
-    },
+pub enum RelayQuestion {
     /// The `seq` of the last update the owner published: a stand-in's check that none
-    /// was lost on the way. Answered by the relay itself, without asking the room.
+    /// was lost on the way. Answered with [`Answer::Seq`].
     PublishedSeq,
 }
 
-/// The owner's answer to a [`Request`].
+/// The owner's reply: its room's answer, or the refusal the client would have had from
+/// the owner.
 #[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Answer {
-    Done,
-    Seat {
-        seat: u8,
-    },
-    Joined {
-        seat: u8,
-        token: String,
-        lobby: LobbyView,
-    },
-    /// The lobby as it stands after the request (a start).
-    Lobby {
-        lobby: LobbyView,
-    },
-    Connected {
-        seat: Option<u8>,
-        catch_up: Vec<Update>,
-    },
-    CatchUp {
-        updates: Vec<Update>,
-    },
-    Seq {
-        seq: u64,
-    },
-    Refused(RelayedError),
+#[serde(untagged)]
+pub enum FromOwner {
+    Answer(Box<Answer>),
+    Refused(Refusal),
 }
 
 /// An [`AppError`] as the client would have seen it from the owner.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct RelayedError {
+#[serde(tag = "type", rename = "refused")]
+pub struct Refusal {
     pub code: String,
     pub message: String,
     pub status: u16,
 }
 
-impl From<&AppError> for RelayedError {
-    fn from(error: &AppError) -> RelayedError {
-        RelayedError {
-            code: error.code().to_owned(),
-            message: error.to_string(),
-            status: error.status().as_u16(),
+impl From<Result<Answer, AppError>> for FromOwner {
+    fn from(outcome: Result<Answer, AppError>) -> FromOwner {
+        match outcome {
+            Ok(answer) => FromOwner::Answer(Box::new(answer)),
+            Err(error) => FromOwner::Refused(Refusal {
+                code: error.code().to_owned(),
+                message: error.to_string(),
+                status: error.status().as_u16(),
+            }),
         }
     }
 }
 
-impl From<RelayedError> for AppError {
-    fn from(error: RelayedError) -> AppError {
-        AppError::Relayed {
-            code: error.code,
-            message: error.message,
-            status: error.status,
-        }
-    }
-}
-
-/// One [`Outgoing`] on the wire. `for_mover` is left out when it equals `for_others`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Update {
-    pub seq: Option<u64>,
-    pub mover: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub for_mover: Option<String>,
-    pub for_others: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reseated: Option<HashMap<String, u8>>,
-    #[serde(default)]
-    pub snapshot: bool,
-    #[serde(default)]
-    pub closing: bool,
-}
-
-impl From<&Outgoing> for Update {
-    fn from(outgoing: &Outgoing) -> Update {
-        let same = outgoing.for_mover == outgoing.for_others;
-        Update {
-            seq: outgoing.seq,
-            mover: outgoing.mover.clone(),
-            for_mover: (!same).then(|| outgoing.for_mover.as_str().to_owned()),
-            for_others: outgoing.for_others.as_str().to_owned(),
-            reseated: outgoing.reseated.as_deref().cloned(),
-            snapshot: outgoing.snapshot,
-            closing: outgoing.closing,
-        }
-    }
-}
-
-impl From<Update> for Outgoing {
-    fn from(update: Update) -> Outgoing {
-        let for_others = Utf8Bytes::from(update.for_others);
-        Outgoing {
-            seq: update.seq,
-            mover: update.mover,
-            for_mover: update
-                .for_mover
-                .map_or_else(|| for_others.clone(), Utf8Bytes::from),
-            for_others,
-            reseated: update.reseated.map(Arc::new),
-            snapshot: update.snapshot,
-            closing: update.closing,
-            seq_check: false,
+impl From<FromOwner> for Result<Answer, AppError> {
+    fn from(reply: FromOwner) -> Result<Answer, AppError> {
+        match reply {
+            FromOwner::Answer(answer) => Ok(*answer),
+            FromOwner::Refused(refusal) => Err(AppError::Relayed {
+                code: refusal.code,
+                message: refusal.message,
+                status: refusal.status,
+            }),
         }
     }
 }
@@ -314,212 +201,10 @@ impl Published {
     }
 }
 
-pub fn updates_of(outgoings: &[Arc<Outgoing>]) -> Vec<Update> {
-    outgoings
-        .iter()
-        .map(|outgoing| Update::from(&**outgoing))
-        .collect()
-}
-
-fn outgoings_of(updates: Vec<Update>) -> Vec<Arc<Outgoing>> {
-    updates
-        .into_iter()
-        .map(|u| Arc::new(Outgoing::from(u)))
-        .collect()
-}
-
-/// Splits a local request into what travels and the reply channel that waits for the
-/// answer. `listen` is the local broadcast a `Connect` subscribes the caller to. None for
-/// what concerns only this node (an unload).
-pub fn split(
-    request: RoomRequest,
-    listen: &broadcast::Sender<Arc<Outgoing>>,
-) -> Option<(Request, Option<Waiter>)> {
-    use RoomRequest as R;
-    let split = match request {
-        R::Join {
-            name,
-            player_id,
-            invite_code,
-            reply,
-        } => (
-            Request::Join {
-                name,
-                player_id,
-                invite_code,
-            },
-            Some(Waiter::Joined(reply)),
-        ),
-        R::Leave { token_hash, reply } => {
-            (Request::Leave { token_hash }, Some(Waiter::Done(reply)))
-        }
-        R::Start {
-            token_hash,
-            randomize_seats,
-            reply,
-        } => (
-            Request::Start {
-                token_hash,
-                randomize_seats,
-            },
-            Some(Waiter::Lobby(reply)),
-        ),
-        R::Cancel { token_hash, reply } => {
-            (Request::Cancel { token_hash }, Some(Waiter::Done(reply)))
-        }
-        R::AddBot {
-            token_hash,
-            level,
-            name,
-            reply,
-        } => (
-            Request::AddBot {
-                token_hash,
-                level,
-                name,
-            },
-            Some(Waiter::Seat(reply)),
-        ),
-        R::RemoveBot {
-            token_hash,
-            seat,
-            reply,
-        } => (
-            Request::RemoveBot { token_hash, seat },
-            Some(Waiter::Done(reply)),
-        ),
-        R::Resign { token_hash, reply } => {
-            (Request::Resign { token_hash }, Some(Waiter::Done(reply)))
-        }
-        R::Abort { token_hash, reply } => {
-            (Request::Abort { token_hash }, Some(Waiter::Done(reply)))
-        }
-        R::Reclaim { player_id, reply } => {
-            (Request::Reclaim { player_id }, Some(Waiter::Joined(reply)))
-        }
-        R::Connect {
-            token_hash,
-            invite_code,
-            last_seq,
-            reply,
-        } => {
-            // Subscribed before the request leaves, so no update published after the
-            // owner's answer can be missed; the connection drops what it already has.
-            let updates = listen.subscribe();
-            let request = Request::Connect {
-                token_hash,
-                invite_code,
-                last_seq,
-            };
-            (request, Some(Waiter::Connected(reply, updates)))
-        }
-        R::Disconnect { token_hash } => (Request::Disconnect { token_hash }, None),
-        R::Resync {
-            token_hash,
-            last_seq,
-            reply,
-        } => (
-            Request::Resync {
-                token_hash,
-                last_seq,
-            },
-            Some(Waiter::CatchUp(reply)),
-        ),
-        R::Command {
-            token_hash,
-            id,
-            expected_seq,
-            mv,
-            reply,
-        } => (
-            Request::Command {
-                token_hash,
-                id,
-                expected_seq,
-                mv,
-            },
-            Some(Waiter::Seq(reply)),
-        ),
-        R::Unload => return None,
-    };
-    Some(split)
-}
-
-/// A local caller waiting for the owner's [`Answer`].
-pub enum Waiter {
-    Done(Reply<()>),
-    Seat(Reply<u8>),
-    Joined(Reply<JoinedSeat>),
-    Lobby(Reply<LobbyView>),
-    Connected(Reply<Connected>, broadcast::Receiver<Arc<Outgoing>>),
-    CatchUp(Reply<Vec<Arc<Outgoing>>>),
-    Seq(Reply<u64>),
-}
-
-impl Waiter {
-    /// Hands `answer` (or the failure to get one) to the caller.
-    pub fn answer(self, answer: Result<Answer, AppError>) {
-        let answer = answer.and_then(|answer| match answer {
-            Answer::Refused(error) => Err(AppError::from(error)),
-            other => Ok(other),
-        });
-        match self {
-            Waiter::Done(reply) => send(reply, answer, |a| matches!(a, Answer::Done).then_some(())),
-            Waiter::Seat(reply) => send(reply, answer, |a| match a {
-                Answer::Seat { seat } => Some(seat),
-                _ => None,
-            }),
-            Waiter::Joined(reply) => send(reply, answer, |a| match a {
-                Answer::Joined { seat, token, lobby } => Some(JoinedSeat {
-                    seat,
-                    token: Token::from_client(token),
-                    lobby,
-                }),
-                _ => None,
-            }),
-            Waiter::Lobby(reply) => send(reply, answer, |a| match a {
-                Answer::Lobby { lobby } => Some(lobby),
-                _ => None,
-            }),
-            Waiter::Connected(reply, updates) => send(reply, answer, |a| match a {
-                Answer::Connected { seat, catch_up } => Some(Connected {
-                    seat,
-                    catch_up: outgoings_of(catch_up),
-                    updates,
-                }),
-                _ => None,
-            }),
-            Waiter::CatchUp(reply) => send(reply, answer, |a| match a {
-                Answer::CatchUp { updates } => Some(outgoings_of(updates)),
-                _ => None,
-            }),
-            Waiter::Seq(reply) => send(reply, answer, |a| match a {
-                Answer::Seq { seq } => Some(seq),
-                _ => None,
-            }),
-        }
-    }
-}
-
-/// Sends the expected kind of answer, or an internal error for one of another kind (a
-/// node of another version).
-fn send<T>(
-    reply: oneshot::Sender<Result<T, AppError>>,
-    answer: Result<Answer, AppError>,
-    expected: impl FnOnce(Answer) -> Option<T>,
-) {
-    let outcome = answer.and_then(|answer| {
-        expected(answer).ok_or_else(|| {
-            tracing::error!("a node answered a request with the wrong kind of answer");
-            AppError::Internal
-        })
-    });
-    let _ = reply.send(outcome);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rooms::Expected;
 
     #[test]
     fn an_update_crosses_the_wire_unchanged() {
@@ -566,11 +251,16 @@ mod tests {
 
     #[test]
     fn the_same_answer_text_for_everyone_travels_once() {
-        let outgoing = Outgoing::plain(None, r#"{"type":"presence"}"#.into());
-        let text = serde_json::to_string(&Update::from(&outgoing)).unwrap();
+        let outgoing = Arc::new(Outgoing::plain(None, r#"{"type":"presence"}"#.into()));
+        let answer = FromOwner::from(Ok(Answer::CatchUp {
+            updates: vec![outgoing],
+        }));
+        let text = serde_json::to_string(&answer).unwrap();
         assert_eq!(text.matches("presence").count(), 1, "{text}");
-        let back = Outgoing::from(serde_json::from_str::<Update>(&text).unwrap());
-        assert_eq!(back.for_mover, back.for_others);
+        let reply: FromOwner = serde_json::from_str(&text).unwrap();
+        let updates = Result::<Answer, AppError>::from(reply).unwrap();
+        let back = Vec::<Arc<Outgoing>>::from_answer(updates).unwrap();
+        assert_eq!(back[0].for_mover, back[0].for_others);
     }
 
     #[test]
@@ -579,19 +269,26 @@ mod tests {
             expected: 3,
             current: 5,
         };
-        let text = serde_json::to_string(&Answer::Refused((&error).into())).unwrap();
-        let (reply, answer) = oneshot::channel::<Result<u64, AppError>>();
-        Waiter::Seq(reply).answer(Ok(serde_json::from_str(&text).unwrap()));
-        let relayed = answer.blocking_recv().unwrap().unwrap_err();
+        let text = serde_json::to_string(&FromOwner::from(Err(error.clone()))).unwrap();
+        assert!(text.starts_with(r#"{"type":"refused","#), "{text}");
+        let reply: FromOwner = serde_json::from_str(&text).unwrap();
+        let relayed = Result::<Answer, AppError>::from(reply).unwrap_err();
         assert_eq!(relayed.code(), "stale_seq");
         assert_eq!(relayed.status(), error.status());
         assert_eq!(relayed.to_string(), error.to_string());
     }
 
     #[test]
-    fn an_answer_of_the_wrong_kind_is_an_internal_error() {
-        let (reply, answer) = oneshot::channel::<Result<u64, AppError>>();
-        Waiter::Seq(reply).answer(Ok(Answer::Done));
-        assert_eq!(answer.blocking_recv().unwrap(), Err(AppError::Internal));
+    fn the_relay_question_is_not_taken_for_a_room_request() {
+        let text = serde_json::to_string(&ToOwner::Relay(RelayQuestion::PublishedSeq)).unwrap();
+        assert_eq!(text, r#"{"type":"published_seq"}"#);
+        let back: ToOwner = serde_json::from_str(&text).unwrap();
+        assert!(matches!(back, ToOwner::Relay(RelayQuestion::PublishedSeq)));
+        let leave = r#"{"type":"leave","token_hash":"h"}"#;
+        let back: ToOwner = serde_json::from_str(leave).unwrap();
+        assert!(
+            matches!(back, ToOwner::Room(Request::Leave { .. })),
+            "{back:?}"
+        );
     }
 }

@@ -38,7 +38,7 @@ use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine, StartDraw};
 use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
 use crate::rooms::writes::{self, Landing};
-use crate::rooms::{Connected, JoinedSeat, Outgoing, Reply, RoomRequest, RoomSettings};
+use crate::rooms::{Answer, JoinedSeat, Mail, Outgoing, Reply, Request, RoomSettings};
 use carcassonne_core::Move;
 use carcassonne_store::{LiveGame, LobbyRow, SeatRow, Store, StoreError};
 use std::collections::VecDeque;
@@ -67,7 +67,7 @@ type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 /// Work that may change the room, in the order it came.
 #[derive(Debug)]
 enum Work {
-    Request(RoomRequest),
+    Request(Request, Reply),
     /// The bot's move for the seat to move, if it found one (the job boxed: its view of
     /// the game is large, and requests wait in this queue far more often).
     BotAnswer(Box<BotJob>, Option<Move>),
@@ -77,7 +77,7 @@ impl Work {
     /// Whether this work may be refused from memory, so that the room must be sure of its
     /// game first. A bot's move only ever writes, and the database fences writes.
     fn refuses_from_memory(&self) -> bool {
-        matches!(self, Work::Request(_))
+        matches!(self, Work::Request(..))
     }
 }
 
@@ -87,18 +87,18 @@ enum Waiter {
     /// A change nobody asked for: an expiry, an abandoned or reclaimed seat, a bot's move.
     Nobody,
     Joined {
-        reply: Reply<JoinedSeat>,
+        reply: Reply,
         token: Token,
         seat: u8,
     },
     Seat {
-        reply: Reply<u8>,
+        reply: Reply,
         seat: u8,
     },
-    Done(Reply<()>),
-    Lobby(Reply<LobbyView>),
+    Done(Reply),
+    Lobby(Reply),
     Command {
-        reply: Reply<u64>,
+        reply: Reply,
         started: Instant,
     },
 }
@@ -206,10 +206,10 @@ impl Room {
         }
     }
 
-    /// A receiver of every update this room broadcasts from now on: how the cluster's
-    /// relay hears the room it publishes for other nodes.
-    pub fn subscribe_updates(&self) -> broadcast::Receiver<Arc<Outgoing>> {
-        self.updates.subscribe()
+    /// The room's broadcast of updates: what its handle subscribes connections to, and
+    /// how the cluster's relay hears the room it publishes for other nodes.
+    pub fn updates(&self) -> &broadcast::Sender<Arc<Outgoing>> {
+        &self.updates
     }
 
     /// Keeps `place` while the lobby takes seats; it is given back when the game starts
@@ -229,11 +229,7 @@ impl Room {
 
     /// Handles requests, deadlines and bot answers until the room ends, the server shuts
     /// down or (cluster mode) the game is found to be another node's.
-    pub async fn run(
-        mut self,
-        mut requests: mpsc::Receiver<RoomRequest>,
-        shutdown: CancellationToken,
-    ) {
+    pub async fn run(mut self, mut requests: mpsc::Receiver<Mail>, shutdown: CancellationToken) {
         let mut thinking: Option<(u64, Thinking)> = None;
         // Waited on across the loop's turns rather than made again at each: every room and
         // connection shares one token, and each new wait registers with it under a lock.
@@ -329,46 +325,50 @@ impl Room {
         }
     }
 
-    /// Takes a request in: reads are answered at once, changes wait their turn.
-    fn receive(&mut self, request: RoomRequest) {
-        match request {
-            RoomRequest::Connect {
-                token_hash,
-                invite_code,
-                last_seq,
-                reply,
-            } => {
-                let _ = reply.send(self.connect(token_hash, invite_code, last_seq));
-            }
-            RoomRequest::Disconnect { token_hash } => {
-                if let Some(presence) = self.machine.disconnect(token_hash.as_deref()) {
-                    let _ = self.updates.send(presence);
-                }
-            }
-            RoomRequest::Resync {
-                token_hash,
-                last_seq,
-                reply,
-            } => {
-                let catch_up = self
-                    .machine
-                    .catch_up(token_hash.as_deref(), last_seq, now_millis());
-                let _ = reply.send(Ok(catch_up));
-            }
-            RoomRequest::Unload => self.lose_game(),
-            change => self.waiting.push_back(Work::Request(change)),
+    /// Takes mail in.
+    fn receive(&mut self, mail: Mail) {
+        match mail {
+            Mail::Request(request, reply) => self.take_in(request, reply),
+            Mail::Unload => self.lose_game(),
         }
     }
 
-    /// A client said hello: answered from what the room has committed, without waiting
-    /// for the database. The owner of an abandoned seat takes it back as a due change.
+    /// Takes a request in: reads are answered at once from what the room has committed,
+    /// never waiting for the database; changes wait their turn.
+    fn take_in(&mut self, request: Request, reply: Reply) {
+        match request {
+            Request::Connect {
+                token_hash,
+                invite_code,
+                last_seq,
+            } => reply.send(self.connect(token_hash, invite_code, last_seq)),
+            Request::Disconnect { token_hash } => {
+                if let Some(presence) = self.machine.disconnect(token_hash.as_deref()) {
+                    let _ = self.updates.send(presence);
+                }
+                reply.send(Ok(Answer::Done));
+            }
+            Request::Resync {
+                token_hash,
+                last_seq,
+            } => {
+                let now = now_millis();
+                let updates = self.machine.catch_up(token_hash.as_deref(), last_seq, now);
+                reply.send(Ok(Answer::CatchUp { updates }));
+            }
+            change => self.waiting.push_back(Work::Request(change, reply)),
+        }
+    }
+
+    /// A client said hello: answered from what the room has committed (the caller
+    /// subscribed to the broadcast before asking). The owner of an abandoned seat takes
+    /// it back as a due change.
     fn connect(
         &mut self,
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
-    ) -> Result<Connected, AppError> {
-        let updates = self.updates.subscribe();
+    ) -> Result<Answer, AppError> {
         let joined = self.machine.connect(
             token_hash.as_deref(),
             invite_code.as_deref(),
@@ -378,23 +378,22 @@ impl Room {
         if let Some(presence) = joined.presence {
             let _ = self.updates.send(presence);
         }
-        Ok(Connected {
+        Ok(Answer::Connected {
             seat: joined.seat,
             catch_up: joined.catch_up,
-            updates,
         })
     }
 
     /// Has the machine decide `work`: a refusal is answered at once, a change is written.
     fn decide(&mut self, work: Work) {
         match work {
-            Work::Request(request) => self.decide_request(request),
+            Work::Request(request, reply) => self.decide_request(request, reply),
             Work::BotAnswer(job, answer) => self.decide_bot_move(*job, answer),
         }
     }
 
-    fn decide_request(&mut self, request: RoomRequest) {
-        use RoomRequest as R;
+    fn decide_request(&mut self, request: Request, reply: Reply) {
+        use Request as R;
         let now = now_millis();
         let machine = &self.machine;
         match request {
@@ -402,54 +401,47 @@ impl Room {
                 name,
                 player_id,
                 invite_code,
-                reply,
             } => match machine.join(name, player_id, invite_code.as_deref(), now) {
                 Ok((change, token)) => self.write_seat_for(change, token, reply),
-                Err(error) => refuse(reply, error),
+                Err(error) => reply.send(Err(error)),
             },
-            R::Reclaim { player_id, reply } => match machine.reclaim(player_id) {
+            R::Reclaim { player_id } => match machine.reclaim(player_id) {
                 Ok((change, token)) => self.write_seat_for(change, token, reply),
-                Err(error) => refuse(reply, error),
+                Err(error) => reply.send(Err(error)),
             },
             R::AddBot {
                 token_hash,
                 level,
                 name,
-                reply,
             } => match machine.add_bot(&token_hash, level, name, now) {
                 Ok(change) => match seat_of(&change) {
                     Some(seat) => self.start_write(change, Waiter::Seat { reply, seat }),
-                    None => refuse(reply, AppError::Internal),
+                    None => reply.send(Err(AppError::Internal)),
                 },
-                Err(error) => refuse(reply, error),
+                Err(error) => reply.send(Err(error)),
             },
             R::Start {
                 token_hash,
                 randomize_seats,
-                reply,
             } => {
                 let draw = StartDraw::random(machine.seats().len(), randomize_seats);
                 let decided = machine.start(&token_hash, draw, now);
                 self.write_or_refuse(decided, Waiter::Lobby(reply));
             }
-            R::Leave { token_hash, reply } => {
+            R::Leave { token_hash } => {
                 self.write_or_refuse(machine.leave(&token_hash), Waiter::Done(reply))
             }
-            R::Cancel { token_hash, reply } => {
+            R::Cancel { token_hash } => {
                 self.write_or_refuse(machine.cancel(&token_hash), Waiter::Done(reply))
             }
-            R::RemoveBot {
-                token_hash,
-                seat,
-                reply,
-            } => {
+            R::RemoveBot { token_hash, seat } => {
                 let decided = machine.remove_bot(&token_hash, seat);
                 self.write_or_refuse(decided, Waiter::Done(reply));
             }
-            R::Resign { token_hash, reply } => {
+            R::Resign { token_hash } => {
                 self.write_or_refuse(machine.resign(&token_hash, now), Waiter::Done(reply))
             }
-            R::Abort { token_hash, reply } => {
+            R::Abort { token_hash } => {
                 self.write_or_refuse(machine.abort(&token_hash), Waiter::Done(reply))
             }
             R::Command {
@@ -457,30 +449,27 @@ impl Room {
                 id,
                 expected_seq,
                 mv,
-                reply,
             } => {
                 let started = Instant::now();
                 match machine.command(&token_hash, id, expected_seq, mv, now) {
-                    Ok(Decision::Repeat(seq)) => {
-                        let _ = reply.send(Ok(seq));
-                    }
+                    Ok(Decision::Repeat(seq)) => reply.send(Ok(Answer::Seq { seq })),
                     Ok(Decision::Commit(change)) => {
                         self.start_write(*change, Waiter::Command { reply, started })
                     }
-                    Err(error) => refuse(reply, error),
+                    Err(error) => reply.send(Err(error)),
                 }
             }
-            read @ (R::Connect { .. } | R::Disconnect { .. } | R::Resync { .. } | R::Unload) => {
-                self.receive(read)
+            read @ (R::Connect { .. } | R::Disconnect { .. } | R::Resync { .. }) => {
+                self.take_in(read, reply)
             }
         }
     }
 
     /// Writes a seat taken or given a new token, for the player who asked.
-    fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply<JoinedSeat>) {
+    fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply) {
         match seat_of(&change) {
             Some(seat) => self.start_write(change, Waiter::Joined { reply, token, seat }),
-            None => refuse(reply, AppError::Internal),
+            None => reply.send(Err(AppError::Internal)),
         }
     }
 
@@ -652,15 +641,15 @@ impl Room {
     /// bot thinks again once the room can write).
     fn refuse_waiting(&mut self, error: AppError) {
         for work in std::mem::take(&mut self.waiting) {
-            if let Work::Request(request) = work {
-                refuse_request(request, error.clone());
+            if let Work::Request(_, reply) = work {
+                reply.send(Err(error.clone()));
             }
         }
     }
 
     /// Answers what was already asked of an ended room, from its final state: nothing can
     /// be written any more, so everything is read or refused.
-    async fn drain(&mut self, requests: &mut mpsc::Receiver<RoomRequest>) {
+    async fn drain(&mut self, requests: &mut mpsc::Receiver<Mail>) {
         requests.close();
         while let Some(request) = requests.recv().await {
             self.receive(request);
@@ -737,23 +726,21 @@ impl Room {
             Waiter::Nobody => {}
             Waiter::Joined { reply, token, seat } => {
                 let lobby = self.lobby_view();
-                let _ = reply.send(Ok(JoinedSeat { seat, token, lobby }));
+                reply.send(Ok(Answer::Joined(JoinedSeat { seat, token, lobby })));
             }
-            Waiter::Seat { reply, seat } => {
-                let _ = reply.send(Ok(seat));
-            }
-            Waiter::Done(reply) => {
-                let _ = reply.send(Ok(()));
-            }
-            Waiter::Lobby(reply) => {
-                let _ = reply.send(Ok(self.lobby_view()));
-            }
+            Waiter::Seat { reply, seat } => reply.send(Ok(Answer::Seat { seat })),
+            Waiter::Done(reply) => reply.send(Ok(Answer::Done)),
+            Waiter::Lobby(reply) => reply.send(Ok(Answer::Lobby {
+                lobby: self.lobby_view(),
+            })),
             Waiter::Command { reply, started } => {
                 // Rejections are counted apart (by the connection, by code): they are
                 // cheap and would flatter the figure.
                 let latency = started.elapsed().as_secs_f64();
                 self.metrics.move_latency.observe(latency);
-                let _ = reply.send(Ok(self.machine.seq()));
+                reply.send(Ok(Answer::Seq {
+                    seq: self.machine.seq(),
+                }));
             }
         }
     }
@@ -764,11 +751,11 @@ impl Room {
         match waiter {
             Waiter::Nobody if error == AppError::ShuttingDown => {}
             Waiter::Nobody => self.pause_after_failure(&error),
-            Waiter::Joined { reply, .. } => refuse(reply, error),
-            Waiter::Seat { reply, .. } => refuse(reply, error),
-            Waiter::Done(reply) => refuse(reply, error),
-            Waiter::Lobby(reply) => refuse(reply, error),
-            Waiter::Command { reply, .. } => refuse(reply, error),
+            Waiter::Joined { reply, .. }
+            | Waiter::Seat { reply, .. }
+            | Waiter::Done(reply)
+            | Waiter::Lobby(reply)
+            | Waiter::Command { reply, .. } => reply.send(Err(error)),
         }
     }
 
@@ -783,28 +770,5 @@ fn seat_of(change: &Change) -> Option<u8> {
     match change {
         Change::SeatTaken(row) | Change::SeatChanged { row, .. } => Some(row.seat),
         _ => None,
-    }
-}
-
-fn refuse<T>(reply: Reply<T>, error: AppError) {
-    let _ = reply.send(Err(error));
-}
-
-/// Refuses a request with `error`, whatever it asked.
-fn refuse_request(request: RoomRequest, error: AppError) {
-    use RoomRequest as R;
-    match request {
-        R::Join { reply, .. } | R::Reclaim { reply, .. } => refuse(reply, error),
-        R::Start { reply, .. } => refuse(reply, error),
-        R::AddBot { reply, .. } => refuse(reply, error),
-        R::Command { reply, .. } => refuse(reply, error),
-        R::Connect { reply, .. } => refuse(reply, error),
-        R::Resync { reply, .. } => refuse(reply, error),
-        R::Leave { reply, .. }
-        | R::Cancel { reply, .. }
-        | R::RemoveBot { reply, .. }
-        | R::Resign { reply, .. }
-        | R::Abort { reply, .. } => refuse(reply, error),
-        R::Disconnect { .. } | R::Unload => {}
     }
 }

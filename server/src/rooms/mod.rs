@@ -7,6 +7,7 @@
 
 pub mod actor;
 pub mod clocks;
+pub mod contract;
 pub mod machine;
 pub mod names;
 pub mod outcome;
@@ -16,94 +17,48 @@ pub mod view;
 pub mod wire;
 pub mod writes;
 
-use crate::auth::Token;
 use crate::error::AppError;
-use crate::rooms::view::LobbyView;
 use axum::extract::ws::Utf8Bytes;
 use carcassonne_bots::BotLevel;
-use carcassonne_core::Move;
+pub use contract::{Answer, Expected, JoinedSeat, Request};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use uuid::Uuid;
 
-pub type Reply<T> = oneshot::Sender<Result<T, AppError>>;
-
-/// What can be asked of a room.
+/// Where a request's answer goes: nowhere for a request that was told, not asked.
 #[derive(Debug)]
-pub enum RoomRequest {
-    Join {
-        name: String,
-        player_id: Option<Uuid>,
-        invite_code: Option<String>,
-        reply: Reply<JoinedSeat>,
-    },
-    Leave {
-        token_hash: String,
-        reply: Reply<()>,
-    },
-    /// Answered with the started game's lobby, as REST shows it.
-    Start {
-        token_hash: String,
-        randomize_seats: bool,
-        reply: Reply<LobbyView>,
-    },
-    Cancel {
-        token_hash: String,
-        reply: Reply<()>,
-    },
-    /// The creator seats a bot.
-    AddBot {
-        token_hash: String,
-        level: BotLevel,
-        name: Option<String>,
-        reply: Reply<u8>,
-    },
-    /// The creator frees a bot's seat.
-    RemoveBot {
-        token_hash: String,
-        seat: u8,
-        reply: Reply<()>,
-    },
-    Resign {
-        token_hash: String,
-        reply: Reply<()>,
-    },
-    Abort {
-        token_hash: String,
-        reply: Reply<()>,
-    },
-    /// A registered player (secret already checked) gets a new token for their seat.
-    Reclaim {
-        player_id: uuid::Uuid,
-        reply: Reply<JoinedSeat>,
-    },
-    /// A WebSocket client said hello: a player (by token) or a spectator.
-    Connect {
-        token_hash: Option<String>,
-        invite_code: Option<String>,
-        last_seq: Option<u64>,
-        reply: Reply<Connected>,
-    },
-    Disconnect {
-        token_hash: Option<String>,
-    },
-    /// A client fell behind the broadcast: what it needs to catch up from `last_seq`.
-    Resync {
-        token_hash: Option<String>,
-        last_seq: Option<u64>,
-        reply: Reply<Vec<Arc<Outgoing>>>,
-    },
-    Command {
-        token_hash: String,
-        id: String,
-        expected_seq: u64,
-        mv: Move,
-        reply: Reply<u64>,
-    },
+pub struct Reply(Option<oneshot::Sender<Result<Answer, AppError>>>);
+
+impl Reply {
+    /// A reply nobody waits for.
+    pub fn nobody() -> Reply {
+        Reply(None)
+    }
+
+    /// Whether anybody waits for the answer.
+    pub fn is_awaited(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Gives the asker its answer (or refusal); an asker that stopped waiting no longer
+    /// cares.
+    pub fn send(self, outcome: Result<Answer, AppError>) {
+        if let Some(sender) = self.0 {
+            let _ = sender.send(outcome);
+        }
+    }
+}
+
+/// What a room's queue carries.
+#[derive(Debug)]
+pub enum Mail {
+    Request(Request, Reply),
     /// The room stops where it stands and its connections reconnect: this node no longer
-    /// holds the game's lease (cluster mode), so another node decides it now.
+    /// holds the game's lease (cluster mode), so another node decides it now. Never sent
+    /// between nodes.
     Unload,
 }
 
@@ -130,16 +85,6 @@ impl Default for RoomSettings {
             stand_in_think: Duration::from_millis(200),
         }
     }
-}
-
-/// A seat taken (or reclaimed), with the lobby as it stands once the seat is taken: the
-/// room holds exactly what it committed, so the REST answer needs no read of the
-/// database (two round trips and a snapshot transaction on Postgres, every join).
-#[derive(Debug)]
-pub struct JoinedSeat {
-    pub seat: u8,
-    pub token: Token,
-    pub lobby: LobbyView,
 }
 
 /// A client's subscription: what to send first, then the live broadcast.
@@ -213,29 +158,92 @@ impl Outgoing {
     }
 }
 
+/// An [`Outgoing`] between nodes (see [`Answer`]): `for_mover` is left out when it
+/// equals `for_others`.
+#[derive(Serialize, Deserialize)]
+struct OutgoingText {
+    seq: Option<u64>,
+    mover: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    for_mover: Option<String>,
+    for_others: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reseated: Option<HashMap<String, u8>>,
+    #[serde(default)]
+    snapshot: bool,
+    #[serde(default)]
+    closing: bool,
+}
+
+impl Serialize for Outgoing {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let same = self.for_mover == self.for_others;
+        OutgoingText {
+            seq: self.seq,
+            mover: self.mover.clone(),
+            for_mover: (!same).then(|| self.for_mover.as_str().to_owned()),
+            for_others: self.for_others.as_str().to_owned(),
+            reseated: self.reseated.as_deref().cloned(),
+            snapshot: self.snapshot,
+            closing: self.closing,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Outgoing {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Outgoing, D::Error> {
+        let text = OutgoingText::deserialize(deserializer)?;
+        let for_others = Utf8Bytes::from(text.for_others);
+        Ok(Outgoing {
+            seq: text.seq,
+            mover: text.mover,
+            for_mover: text
+                .for_mover
+                .map_or_else(|| for_others.clone(), Utf8Bytes::from),
+            for_others,
+            reseated: text.reseated.map(Arc::new),
+            snapshot: text.snapshot,
+            closing: text.closing,
+            seq_check: false,
+        })
+    }
+}
+
 /// A handle to a room's actor, or to the stand-in for a room another node owns.
 #[derive(Clone, Debug)]
 pub struct RoomHandle {
     pub id: Uuid,
-    sender: mpsc::Sender<RoomRequest>,
+    sender: mpsc::Sender<Mail>,
+    /// The room's broadcast, held weakly: it closes when the room stops, which is how
+    /// its connections learn that it did.
+    updates: broadcast::WeakSender<Arc<Outgoing>>,
     remote: bool,
 }
 
 impl RoomHandle {
-    pub fn new(id: Uuid, sender: mpsc::Sender<RoomRequest>) -> RoomHandle {
+    pub fn new(
+        id: Uuid,
+        sender: mpsc::Sender<Mail>,
+        updates: &broadcast::Sender<Arc<Outgoing>>,
+    ) -> RoomHandle {
         RoomHandle {
             id,
             sender,
+            updates: updates.downgrade(),
             remote: false,
         }
     }
 
     /// A handle to a stand-in that relays to the node owning the game (cluster mode).
-    pub fn remote(id: Uuid, sender: mpsc::Sender<RoomRequest>) -> RoomHandle {
+    pub fn remote(
+        id: Uuid,
+        sender: mpsc::Sender<Mail>,
+        updates: &broadcast::Sender<Arc<Outgoing>>,
+    ) -> RoomHandle {
         RoomHandle {
-            id,
-            sender,
             remote: true,
+            ..RoomHandle::new(id, sender, updates)
         }
     }
 
@@ -249,14 +257,47 @@ impl RoomHandle {
         self.sender.same_channel(&other.sender)
     }
 
-    /// Sends a request and waits for its reply.
-    pub async fn ask<T>(&self, make: impl FnOnce(Reply<T>) -> RoomRequest) -> Result<T, AppError> {
+    /// Sends a request and waits for its answer, of the kind the caller expects.
+    pub async fn ask<T: Expected>(&self, request: Request) -> Result<T, AppError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(make(reply))
+            .send(Mail::Request(request, Reply(Some(reply))))
             .await
             .map_err(|_| AppError::ShuttingDown)?;
-        answer.await.map_err(|_| AppError::ShuttingDown)?
+        let answer = answer.await.map_err(|_| AppError::ShuttingDown)??;
+        T::from_answer(answer).ok_or_else(|| {
+            tracing::error!("a room answered a request with the wrong kind of answer");
+            AppError::Internal
+        })
+    }
+
+    /// Says hello for a WebSocket client: its seat, what to send it first, then the live
+    /// broadcast. Subscribed before the request leaves, so no update made after the
+    /// room's answer can be missed; the connection drops what it already has.
+    pub async fn connect(
+        &self,
+        token_hash: Option<String>,
+        invite_code: Option<String>,
+        last_seq: Option<u64>,
+    ) -> Result<Connected, AppError> {
+        let updates = self.updates.upgrade().ok_or(AppError::ShuttingDown)?;
+        let updates = updates.subscribe();
+        let request = Request::Connect {
+            token_hash,
+            invite_code,
+            last_seq,
+        };
+        match self.ask(request).await? {
+            Answer::Connected { seat, catch_up } => Ok(Connected {
+                seat,
+                catch_up,
+                updates,
+            }),
+            _ => {
+                tracing::error!("a room answered a hello with the wrong kind of answer");
+                Err(AppError::Internal)
+            }
+        }
     }
 
     /// Waits until the room's actor has stopped.
@@ -264,16 +305,19 @@ impl RoomHandle {
         self.sender.closed().await
     }
 
-    /// Sends a request that needs no reply without waiting for room in the queue: false
-    /// when the queue is full (or the room has stopped).
-    pub fn try_tell(&self, request: RoomRequest) -> bool {
-        self.sender.try_send(request).is_ok()
+    /// Tells the room to unload without waiting for room in its queue: false when the
+    /// queue is full (or the room has stopped).
+    pub fn try_unload(&self) -> bool {
+        self.sender.try_send(Mail::Unload).is_ok()
     }
 
-    /// Sends a request that needs no reply.
-    pub async fn tell(&self, request: RoomRequest) {
+    /// Sends a request whose answer nobody waits for.
+    pub async fn tell(&self, request: Request) {
         // A room that has stopped no longer cares.
-        let _ = self.sender.send(request).await;
+        let _ = self
+            .sender
+            .send(Mail::Request(request, Reply::nobody()))
+            .await;
     }
 }
 
