@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 /// A seat at the table: 0 plays first, then 1, and so on.
 pub type Seat = u8;
 
-/// The kinds of figure a player can place.
+/// A figure: `follower` (a farmer on a field), `big` (Inns & Cathedrals) or `abbot`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = FigureName))]
 #[serde(rename_all = "snake_case")]
 pub enum FigureKind {
     /// A normal meeple: thief, knight, monk, or farmer when on a field.
@@ -39,17 +40,26 @@ pub struct Figure {
     pub kind: FigureKind,
 }
 
-/// A figure on the board, where it stands.
+/// A figure on the board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(utoipa::ToSchema),
+    schema(as = PlacedFigureSchema)
+)]
 pub struct PlacedFigure {
+    #[cfg_attr(feature = "schema", schema(value_type = u8))]
     pub player: Seat,
     pub figure: FigureKind,
     pub pos: Pos,
+    /// A segment label of the tile at `pos`.
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub spot: Spot,
 }
 
 /// The figures a player has in hand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = SupplySchema))]
 pub struct Supply {
     pub follower: u8,
     pub big: u8,

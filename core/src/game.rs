@@ -73,8 +73,9 @@ pub enum Move {
     FestivalReturn { pos: Pos, spot: Spot },
 }
 
-/// Which step the game is waiting for.
+/// Which step of the turn the game waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = PhaseName))]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     PlaceTile,

@@ -7,8 +7,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// A cell of the board. The start tile lies at `0,0`; north of it is `0,-1`.
+/// A cell of the board: x grows east, y grows south. The start tile lies at `0,0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = PosSchema))]
 pub struct Pos {
     pub x: i32,
     pub y: i32,

@@ -40,10 +40,20 @@ pub struct GameRecord {
 
 /// One placed tile and what its player did next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(utoipa::ToSchema),
+    schema(as = TurnRecordSchema)
+)]
 pub struct TurnRecord {
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     pub tile: TileId,
     pub x: i32,
     pub y: i32,
+    #[cfg_attr(
+        feature = "schema",
+        schema(value_type = u16, minimum = 0, maximum = 270, multiple_of = 90)
+    )]
     pub rotation: Rotation,
     pub action: Action,
 }
@@ -132,16 +142,62 @@ impl Action {
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 struct ReturnTarget {
     x: i32,
     y: i32,
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     spot: Spot,
 }
 
 #[derive(Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 struct PlaceAction {
     place: FigureKind,
+    #[cfg_attr(feature = "schema", schema(value_type = String))]
     spot: Spot,
+}
+
+/// The schema of [`Action`]'s hand-written serialization: the word, or the object
+/// [`Action::from_value`] reads.
+#[cfg(feature = "schema")]
+impl utoipa::PartialSchema for Action {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let word = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["pass", "recall_abbot"]));
+        let festival_return = ObjectBuilder::new()
+            .property("festival_return", ReturnTarget::schema())
+            .required("festival_return");
+        OneOfBuilder::new()
+            .item(word)
+            .item(PlaceAction::schema())
+            .item(festival_return)
+            .description(Some(concat!(
+                r#"`"pass"`, `"recall_abbot"`, `{"place": FIGURE, "spot": SPOT}` or"#,
+                "\n",
+                r#"`{"festival_return": {"x", "y", "spot"}}`."#,
+            )))
+            .into()
+    }
+}
+
+#[cfg(feature = "schema")]
+impl utoipa::ToSchema for Action {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "ActionSchema".into()
+    }
+
+    fn schemas(
+        schemas: &mut Vec<(
+            String,
+            utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+        )>,
+    ) {
+        // The place object refers to the figure's schema.
+        <PlaceAction as utoipa::ToSchema>::schemas(schemas);
+    }
 }
 
 impl Serialize for Action {

@@ -19,8 +19,9 @@ use std::ops::RangeInclusive;
 /// The points per completed city a farm may be set to supply.
 pub const FARMER_CITY_POINTS: RangeInclusive<u32> = 1..=10;
 
-/// An expansion that can be switched on for a game.
+/// An expansion's name in rules options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Expansion {
     River,
@@ -48,22 +49,41 @@ impl Expansion {
     }
 }
 
-/// The rules of one game: expansions and house rules. Every field has a default, so `{}`
-/// is the base game with farmers. Unknown keys and repeated expansions are refused when
-/// reading; the bounds of the values are checked by [`Rules::validate`] (see the module
-/// documentation for them).
+/// Rules options as `notation.md` writes them. Every field is optional; unknown fields and
+/// repeated expansions are refused.
+// The doc comments here are the OpenAPI descriptions too; `Rules::validate` checks the
+// bounds of the values (see the module documentation for them).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = RulesSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct Rules {
-    /// Each expansion at most once, in any order.
+    /// Any subset of the expansions, each at most once. Default: none (the base game).
     #[serde(deserialize_with = "distinct_expansions")]
+    #[cfg_attr(feature = "schema", schema(schema_with = expansion_list))]
     pub expansions: Vec<Expansion>,
+    /// House rule: `false` means no farmers and fields never score. Default `true`.
     pub farmers: bool,
-    /// Points per completed city a farm supplies: [`FARMER_CITY_POINTS`], 3 by default.
+    /// Points per completed city a farm supplies: 1 to 10 (default 3; the first
+    /// edition's house rule uses 4).
+    #[cfg_attr(feature = "schema", schema(minimum = 1, maximum = 10))]
     pub farmer_city_points: u32,
-    /// The game ends after this many placed tiles: `None`, or 1 to
-    /// [`Rules::max_tile_limit`].
+    /// House rule for short games: the game ends after this many tiles are placed (the
+    /// start tile not counted); at least 1 and at most the tiles in the stack.
+    #[cfg_attr(feature = "schema", schema(minimum = 1))]
     pub tile_limit: Option<u32>,
+}
+
+/// The schema of [`Rules::expansions`]: a list of distinct expansion names.
+#[cfg(feature = "schema")]
+fn expansion_list() -> utoipa::openapi::Array {
+    use utoipa::PartialSchema;
+    utoipa::openapi::ArrayBuilder::new()
+        .items(Expansion::schema())
+        .unique_items(true)
+        .description(Some(
+            "Any subset of the expansions, each at most once. Default: none.",
+        ))
+        .build()
 }
 
 /// Why a set of rules options is refused. The messages name the option and its bounds.

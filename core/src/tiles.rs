@@ -137,6 +137,7 @@ impl fmt::Debug for FitTable {
 
 /// The kind of a segment, which is also the kind of the feature it belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = FeatureKind))]
 #[serde(rename_all = "snake_case")]
 pub enum SegmentKind {
     Road,

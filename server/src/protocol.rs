@@ -1,8 +1,9 @@
 //! The WebSocket protocol's messages (documented message by message in
 //! `docs/protocol.md`). Every message is one JSON text frame with a `type`.
 
-use crate::api::schemas::{EventSchema, PatchOperation};
 use crate::error::{AppError, ErrorBody};
+use crate::rooms::machine::events::UpdateEvent;
+use crate::rooms::patch::Operation;
 use crate::rooms::view::PublicState;
 use crate::rooms::wire::{LegalMoves, WireMove};
 use serde::{Deserialize, Serialize};
@@ -116,10 +117,10 @@ pub enum ServerMessage {
     Update {
         seq: u64,
         // Serialized once and shared by every copy of the update.
-        #[schema(value_type = Vec<EventSchema>)]
+        #[schema(value_type = Vec<UpdateEvent>)]
         events: Arc<RawValue>,
         /// An RFC 6902 JSON Patch from the state at `seq - 1`.
-        #[schema(value_type = Vec<PatchOperation>)]
+        #[schema(value_type = Vec<Operation>)]
         patch: Arc<RawValue>,
         #[serde(skip_serializing_if = "Option::is_none")]
         legal_moves: Option<LegalMoves>,

@@ -21,7 +21,9 @@ pub struct PlayerRow {
     pub created_at: Millis,
 }
 
+/// A lobby's or game's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = StatusName))]
 #[serde(rename_all = "snake_case")]
 pub enum LobbyStatus {
     /// Taking seats.
@@ -31,22 +33,38 @@ pub enum LobbyStatus {
     Cancelled,
 }
 
-/// A lobby's time control, chosen at creation (JSON in `lobbies.clock`). The store keeps
-/// it; the server runs the clock.
+/// A lobby's time control. When a turn runs out, a bot plays the rest of it.
+// Chosen at creation (JSON in `lobbies.clock`); the store keeps it, the server runs the
+// clock and checks the bounds the schema states (`api/lobbies.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(utoipa::ToSchema),
+    schema(as = TimeControlSchema)
+)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TimeControl {
-    /// No clock: a turn may take as long as it likes.
+    /// Turns never run out.
     #[default]
     None,
     /// Each turn has `per_turn_ms`; an overrun is taken from the seat's `reserve_ms`.
-    Turn { per_turn_ms: u64, reserve_ms: u64 },
-    /// Long turns (hours or days) and no reserve.
-    Correspondence { per_turn_ms: u64 },
+    Turn {
+        #[cfg_attr(feature = "schema", schema(minimum = 1000, maximum = 3600000))]
+        per_turn_ms: u64,
+        #[cfg_attr(feature = "schema", schema(minimum = 0, maximum = 86400000))]
+        reserve_ms: u64,
+    },
+    /// Long turns (hours or days), no reserve.
+    Correspondence {
+        #[cfg_attr(feature = "schema", schema(minimum = 3600000, maximum = 2592000000u64))]
+        per_turn_ms: u64,
+    },
 }
 
-/// Who plays a taken seat (`seats.control`).
+/// Who plays a seat.
+// Stored in `seats.control`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = SeatControlName))]
 #[serde(rename_all = "snake_case")]
 pub enum SeatControl {
     /// The player who took the seat (or, for a seat a bot took in the lobby, that bot).
@@ -72,8 +90,10 @@ pub enum MoveOrigin {
     Bot,
 }
 
-/// How a match ended (`matches.status`).
+/// How a match ended.
+// Stored in `matches.status`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema), schema(as = MatchStatusName))]
 #[serde(rename_all = "snake_case")]
 pub enum MatchStatus {
     /// Played to its last tile.

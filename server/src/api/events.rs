@@ -5,8 +5,8 @@
 
 use crate::api::extract::{AppPath, AppQuery};
 use crate::api::lobbies::require_private_access;
-use crate::api::schemas::EventSchema;
 use crate::error::{AppError, ErrorResponse};
+use crate::rooms::machine::events::UpdateEvent;
 use crate::rooms::machine::history::{LoggedUpdate, log_page};
 use crate::state::AppState;
 use axum::Json;
@@ -39,7 +39,7 @@ pub struct UpdateEvents {
     #[schema(minimum = 1)]
     pub seq: u64,
     /// Exactly the `events` of the `update` message with this `seq`.
-    #[schema(value_type = Vec<EventSchema>)]
+    #[schema(value_type = Vec<UpdateEvent>)]
     pub events: Box<RawValue>,
 }
 

@@ -8,7 +8,6 @@
 use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
 use crate::api::players::{Identity, resolve_identity};
-use crate::api::schemas::{RulesSchema, TimeControlSchema};
 use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
 use crate::clock::now_millis;
 use crate::error::{AppError, ErrorResponse};
@@ -43,14 +42,12 @@ pub struct CreateLobby {
     pub seats: u8,
     /// Rules options as in `notation.md`; `{}` is the base game.
     #[serde(default)]
-    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     /// Public lobbies are listed and open to spectators; private ones need the invite code.
     #[serde(default = "public_by_default")]
     pub public: bool,
     /// The time control (default: none). When a turn runs out a bot plays the rest of it.
     #[serde(default)]
-    #[schema(value_type = TimeControlSchema)]
     pub clock: TimeControl,
     /// The creator, who takes seat 0.
     #[serde(flatten)]

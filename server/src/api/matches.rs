@@ -2,7 +2,7 @@
 
 use crate::api::extract::{AppPath, AppQuery};
 use crate::api::lobbies::{in_range, require_private_access};
-use crate::api::schemas::{FeatureScoreSchema, GameRecordSchema, MatchStatusName, RulesSchema};
+use crate::api::schemas::GameRecordSchema;
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::state::AppState;
@@ -11,7 +11,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use carcassonne_core::{Expansion, Rules};
+use carcassonne_core::{Expansion, FeatureScore, Rules};
 use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchStatus, MatchSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +40,6 @@ pub struct MatchQuery {
     #[param(minimum = 2, maximum = 6)]
     pub players: Option<u8>,
     /// Only matches that ended so: `finished` (played to the end) or `abandoned`.
-    #[param(value_type = Option<MatchStatusName>)]
     pub status: Option<MatchStatus>,
     /// The `next_cursor` of the previous page.
     #[param(pattern = "^[A-Za-z0-9_-]+$")]
@@ -54,14 +53,12 @@ pub struct MatchQuery {
 pub struct MatchView {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     pub player_count: u8,
     pub started_at: String,
     pub finished_at: String,
     /// `finished` when played to the end, `abandoned` when it ended early because no
     /// human played any of its seats any more (scored as it stood).
-    #[schema(value_type = MatchStatusName)]
     pub status: MatchStatus,
     pub tiles_placed: u32,
     pub seats: Vec<SeatResult>,
@@ -90,7 +87,7 @@ pub struct MatchDetailView {
     #[serde(flatten)]
     pub summary: MatchView,
     /// Every feature scored, during the game and at the end, as the engine reported it.
-    #[schema(value_type = Vec<FeatureScoreSchema>)]
+    #[schema(value_type = Vec<FeatureScore>)]
     pub breakdown: Value,
 }
 

@@ -16,18 +16,26 @@ use carcassonne_core::Supply;
 use carcassonne_store::LobbyStatus;
 use serde::Serialize;
 use serde_json::value::{RawValue, to_raw_value};
+use utoipa::ToSchema;
 
-/// One RFC 6902 operation. Its value is kept as the JSON text it is sent as: building
-/// it as a `serde_json::Value` tree first cost an allocation per key and string.
-#[derive(Clone, Debug, Serialize)]
+/// One operation of an RFC 6902 JSON Patch.
+// Its value is kept as the JSON text it is sent as: building it as a `serde_json::Value`
+// tree first cost an allocation per key and string.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[schema(as = PatchOperation)]
 pub struct Operation {
+    #[schema(inline)]
     op: Op,
+    /// A JSON Pointer into the public state.
     path: String,
+    /// For `add` and `replace`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = serde_json::Value)]
     value: Option<Box<RawValue>>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+// The operations a patch of the public state uses; the schema lists only these.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 enum Op {
     Add,

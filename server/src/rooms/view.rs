@@ -4,10 +4,6 @@
 //! so a client that applies the patches holds exactly what a fresh snapshot would show.
 //! It never contains the order of the stack, seat tokens or invite codes.
 
-use crate::api::schemas::{
-    FigureName, MatchStatusName, PhaseName, RulesSchema, SeatControlName, StatusName, SupplySchema,
-    TimeControlSchema,
-};
 use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;
 use crate::rooms::outcome::Ending;
@@ -23,13 +19,10 @@ use uuid::Uuid;
 pub struct PublicState {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = StatusName)]
     pub status: LobbyStatus,
     pub public: bool,
-    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
     /// The time control chosen when the lobby was created.
-    #[schema(value_type = TimeControlSchema)]
     pub time_control: TimeControl,
     /// Seats offered by the lobby; a started game has one seat per player.
     pub seat_count: u8,
@@ -47,12 +40,9 @@ pub struct PublicState {
 pub struct LobbyView {
     pub id: Uuid,
     pub name: String,
-    #[schema(value_type = StatusName)]
     pub status: LobbyStatus,
     pub public: bool,
-    #[schema(value_type = RulesSchema)]
     pub rules: Rules,
-    #[schema(value_type = TimeControlSchema)]
     pub clock: TimeControl,
     pub seat_count: u8,
     pub seats: Vec<SeatView>,
@@ -72,7 +62,6 @@ pub struct SeatView {
     pub creator: bool,
     /// Who plays the seat: `human` (its owner), `abandoned` (a bot, after repeated
     /// timeouts, until the owner says hello again) or `resigned` (a bot, to the end).
-    #[schema(value_type = SeatControlName)]
     pub control: SeatControl,
     /// The level of the bot that holds this seat from the lobby on, if a bot does.
     #[schema(value_type = Option<String>, example = "greedy")]
@@ -87,7 +76,6 @@ pub struct GameView {
     pub board: Vec<TileView>,
     pub figures: Vec<FigureView>,
     pub scores: Vec<u32>,
-    #[schema(value_type = Vec<SupplySchema>)]
     pub supplies: Vec<Supply>,
     /// Whose turn it is, what they must do, and how many tiles are left; absent when the
     /// game is over.
@@ -140,7 +128,6 @@ impl Serialize for TileView {
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 pub struct FigureView {
     pub player: u8,
-    #[schema(value_type = FigureName)]
     pub figure: FigureKind,
     pub x: i32,
     pub y: i32,
@@ -153,7 +140,6 @@ pub struct FigureView {
 pub struct TurnView {
     pub player: u8,
     /// `place_tile`, then `act` once the tile is down (it is then the board's last).
-    #[schema(value_type = PhaseName)]
     pub phase: Phase,
     /// The drawn tile.
     #[schema(value_type = String)]
@@ -166,7 +152,6 @@ pub struct TurnView {
 pub struct ResultView {
     /// `finished` (the last tile was played) or `abandoned` (no human seat was left to a
     /// human; scored as it stood, without end-of-game scoring).
-    #[schema(value_type = MatchStatusName)]
     pub status: MatchStatus,
     pub final_scores: Vec<u32>,
     /// Every seat with the highest score among those that did not resign; ties share

@@ -2,7 +2,6 @@
 //! e.g. `{"type":"place_tile","x":1,"y":0,"rotation":90}`, and the legal moves the
 //! player to move receives, grouped ([`LegalMoves`]).
 
-use crate::api::schemas::FigureName;
 use carcassonne_core::{FigureKind, Move, Pos, Rotation, Spot};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,7 +19,6 @@ pub enum WireMove {
     },
     /// Place a figure from the supply on a spot (segment label) of the tile just placed.
     PlaceFigure {
-        #[schema(value_type = FigureName)]
         figure: FigureKind,
         #[schema(value_type = String)]
         spot: Spot,

@@ -86,12 +86,16 @@ impl RoomMachine {
         let mut announced = Vec::new();
         if row.origin == MoveOrigin::Timeout && !self.turn_timed_out_announced(&row) {
             let timeouts = self.clocks.as_ref().map_or(0, |c| c.streak(row.seat).0) + 1;
-            announced.push(text(json!({ "type": "turn_timed_out", "seat": row.seat,
-                "timeouts_in_row": timeouts })));
+            announced.push(room_event(RoomEvent::TurnTimedOut {
+                seat: row.seat,
+                timeouts_in_row: timeouts,
+            }));
         }
         if row.origin != MoveOrigin::Player {
-            announced.push(text(json!({ "type": "bot_moved", "seat": row.seat,
-                "reason": origin_reason(row.origin, self.seat_row(row.seat)) })));
+            announced.push(room_event(RoomEvent::BotMoved {
+                seat: row.seat,
+                reason: origin_reason(row.origin, self.seat_row(row.seat)),
+            }));
         }
         let (events, result) = self.play_written(row.mv, last);
         let next = self.game.as_ref().and_then(Game::current_player);

@@ -159,13 +159,17 @@ impl MoveReplay {
             && !matches!(row.mv, Move::PlaceTile { .. });
         if row.origin == MoveOrigin::Timeout && !announced {
             let timeouts = self.clocks.streak(row.seat).0 + 1;
-            events.push(text(json!({ "type": "turn_timed_out", "seat": row.seat,
-                "timeouts_in_row": timeouts })));
+            events.push(room_event(RoomEvent::TurnTimedOut {
+                seat: row.seat,
+                timeouts_in_row: timeouts,
+            }));
         }
         if row.origin != MoveOrigin::Player {
             let seat = self.seats.iter().find(|seat| seat.seat == row.seat);
-            events.push(text(json!({ "type": "bot_moved", "seat": row.seat,
-                "reason": origin_reason(row.origin, seat) })));
+            events.push(room_event(RoomEvent::BotMoved {
+                seat: row.seat,
+                reason: origin_reason(row.origin, seat),
+            }));
         }
         let played = self
             .game

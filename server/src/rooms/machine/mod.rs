@@ -15,6 +15,7 @@ use crate::auth::{Token, invite_code_matches};
 use crate::error::AppError;
 use crate::protocol::ServerMessage;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
+use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent};
 use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
 use crate::rooms::patch::patch_between;
@@ -27,13 +28,14 @@ use carcassonne_store::{
     FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchStatus, Millis, MoveOrigin, MoveRow,
     SeatControl, SeatRow,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 mod apply;
 mod connections;
+pub mod events;
 pub mod history;
 mod timers;
 
@@ -83,27 +85,29 @@ impl Change {
     /// ones are the same text.
     pub fn logged_events(&self) -> Option<Vec<EventText>> {
         let events = match self {
-            Change::SeatTaken(row) => vec![text(json!({ "type": "seat_taken", "seat": row.seat,
-                "name": row.display_name, "bot": row.bot }))],
-            Change::SeatFreed(seat) => vec![text(json!({ "type": "seat_freed", "seat": seat }))],
-            Change::Cancelled(reason) => vec![match reason {
-                CancelReason::Creator => {
-                    text(json!({ "type": "lobby_cancelled", "reason": "creator" }))
-                }
-                CancelReason::Expired => {
-                    text(json!({ "type": "lobby_cancelled", "reason": "expired" }))
-                }
-                CancelReason::Aborted { seat } => {
-                    text(json!({ "type": "game_aborted", "seat": seat }))
-                }
-            }],
+            Change::SeatTaken(row) => vec![room_event(RoomEvent::SeatTaken {
+                seat: row.seat,
+                name: row.display_name.clone(),
+                bot: row.bot.clone(),
+            })],
+            Change::SeatFreed(seat) => vec![room_event(RoomEvent::SeatFreed { seat: *seat })],
+            Change::Cancelled(reason) => vec![room_event(match *reason {
+                CancelReason::Creator => RoomEvent::LobbyCancelled {
+                    reason: LobbyCancelReason::Creator,
+                },
+                CancelReason::Expired => RoomEvent::LobbyCancelled {
+                    reason: LobbyCancelReason::Expired,
+                },
+                CancelReason::Aborted { seat } => RoomEvent::GameAborted { seat },
+            })],
             Change::Started {
                 opening,
                 previous_seats,
                 ..
             } => {
-                let started =
-                    text(json!({ "type": "game_started", "previous_seats": previous_seats }));
+                let started = room_event(RoomEvent::GameStarted {
+                    previous_seats: previous_seats.clone(),
+                });
                 std::iter::once(started)
                     .chain(opening.iter().map(event_json))
                     .collect()
@@ -113,10 +117,10 @@ impl Change {
                 reason,
                 result,
             } => {
-                let changed = text(json!({ "type": reason.event_name(), "seat": row.seat }));
+                let changed = room_event(reason.event(row.seat));
                 let abandoned = result
                     .is_some()
-                    .then(|| text(json!({ "type": "game_abandoned" })));
+                    .then(|| room_event(RoomEvent::GameAbandoned {}));
                 std::iter::once(changed).chain(abandoned).collect()
             }
             Change::Moved { .. } => return None,
@@ -162,12 +166,12 @@ pub enum SeatChange {
 }
 
 impl SeatChange {
-    fn event_name(self) -> &'static str {
+    fn event(self, seat: u8) -> RoomEvent {
         match self {
-            SeatChange::Resigned => "seat_resigned",
-            SeatChange::Abandoned => "seat_abandoned",
-            SeatChange::Reclaimed => "seat_reclaimed",
-            SeatChange::TokenReplaced => "seat_token_replaced",
+            SeatChange::Resigned => RoomEvent::SeatResigned { seat },
+            SeatChange::Abandoned => RoomEvent::SeatAbandoned { seat },
+            SeatChange::Reclaimed => RoomEvent::SeatReclaimed { seat },
+            SeatChange::TokenReplaced => RoomEvent::SeatTokenReplaced { seat },
         }
     }
 }
@@ -778,9 +782,8 @@ fn event_json(event: &Event) -> EventText {
     serde_json::value::to_raw_value(event).expect("events serialize")
 }
 
-/// An event made with `json!`, as the JSON text an update carries.
-fn text(value: Value) -> EventText {
-    serde_json::value::to_raw_value(&value).expect("JSON values serialize")
+fn room_event(event: RoomEvent) -> EventText {
+    serde_json::value::to_raw_value(&event).expect("events serialize")
 }
 
 fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {
@@ -798,12 +801,12 @@ fn default_bot_name(level: BotLevel, seat: u8) -> String {
 }
 
 /// Why a bot made a move: `timeout`, `bot` (a bot's own seat), `abandoned` or `resigned`.
-fn origin_reason(origin: MoveOrigin, seat: Option<&SeatRow>) -> &'static str {
+fn origin_reason(origin: MoveOrigin, seat: Option<&SeatRow>) -> BotMoveReason {
     match (origin, seat) {
-        (MoveOrigin::Timeout, _) => "timeout",
-        (_, Some(row)) if row.bot.is_some() => "bot",
-        (_, Some(row)) if row.control == SeatControl::Resigned => "resigned",
-        (_, Some(row)) if row.control == SeatControl::Abandoned => "abandoned",
-        _ => "bot",
+        (MoveOrigin::Timeout, _) => BotMoveReason::Timeout,
+        (_, Some(row)) if row.bot.is_some() => BotMoveReason::Bot,
+        (_, Some(row)) if row.control == SeatControl::Resigned => BotMoveReason::Resigned,
+        (_, Some(row)) if row.control == SeatControl::Abandoned => BotMoveReason::Abandoned,
+        _ => BotMoveReason::Bot,
     }
 }

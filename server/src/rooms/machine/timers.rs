@@ -128,9 +128,9 @@ impl RoomMachine {
     pub fn bot_reason(&self, row: &MoveRow) -> Option<&'static str> {
         match origin_reason(row.origin, self.seat_row(row.seat)) {
             _ if row.origin == MoveOrigin::Player => None,
-            "timeout" => Some("timeout"),
-            "bot" => Some("bot"),
-            _ => Some("stand_in"),
+            BotMoveReason::Timeout => Some("timeout"),
+            BotMoveReason::Bot => Some("bot"),
+            BotMoveReason::Abandoned | BotMoveReason::Resigned => Some("stand_in"),
         }
     }
 }
