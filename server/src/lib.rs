@@ -124,8 +124,11 @@ pub async fn run(
     restore_rooms(&state, config.take_over_from_cluster).await?;
     if let Some(cluster) = state.cluster.clone() {
         let tasks = &state.tasks;
-        tasks.spawn(cluster::lease::keep_leases(state.clone(), cluster.clone()));
-        tasks.spawn(cluster::lease::sweep_orphans(state.clone(), cluster));
+        tasks.spawn(cluster::lease::keep_leases(
+            state.rooms.clone(),
+            cluster.clone(),
+        ));
+        tasks.spawn(cluster::lease::sweep_orphans(state.rooms.clone(), cluster));
     }
     state.tasks.spawn(http::forget_idle_clients(state.clone()));
     tracing::info!(address = %listener.local_addr()?, "listening");
@@ -151,7 +154,7 @@ async fn drain(state: &AppState) {
     state.tasks.close();
     state.tasks.wait().await;
     if let Some(cluster) = &state.cluster {
-        cluster::lease::release_leases(state, cluster).await;
+        cluster::lease::release_leases(&state.store, cluster).await;
         if !cluster.flush().await {
             tracing::warn!("NATS did not confirm the last messages");
         }
@@ -199,17 +202,18 @@ async fn restore_rooms(state: &AppState, take_over_from_cluster: bool) -> Result
     let count = live.len();
     for game in live {
         let id = game.lobby.id;
-        match Room::restore(game, state.room_services()) {
+        match Room::restore(game, state.rooms.services.clone()) {
             Ok(mut room) => match &state.cluster {
                 Some(cluster) => {
                     room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
-                    let started = cluster::start_owned_room(state, cluster, room, true).await;
+                    let started =
+                        cluster::start_owned_room(&state.rooms, cluster, room, true).await;
                     if let Err(error) = started {
                         tracing::error!(room = %id, %error, "cannot serve a restored game");
                     }
                 }
                 None => {
-                    state.spawn_room(room);
+                    state.rooms.spawn_room(room);
                 }
             },
             Err(error) => {

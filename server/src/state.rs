@@ -8,24 +8,20 @@ use crate::cluster::{self, Cluster};
 use crate::config::Limits;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::rooms::actor::{Room, RoomServices};
-use crate::rooms::{RoomHandle, RoomSettings, Rooms};
+use crate::rooms::actor::RoomServices;
+use crate::rooms::registry::RoomRegistry;
+use crate::rooms::{RoomHandle, RoomSettings};
 use carcassonne_store::Store;
-use futures_util::FutureExt;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
-
-/// How many requests may wait for one room before senders are slowed down.
-const ROOM_QUEUE: usize = 256;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
     pub store: Store,
-    pub rooms: Rooms,
+    /// This node's live rooms, and what starting one takes.
+    pub rooms: RoomRegistry,
     pub metrics: Arc<Metrics>,
     pub limits: Arc<Limits>,
     pub shutdown: CancellationToken,
@@ -42,10 +38,6 @@ pub struct AppState {
     /// Open lobbies, in all and per creating client prefix: each open lobby's room holds
     /// one place until the lobby starts, is cancelled, or is unloaded.
     pub open_lobby_slots: Arc<SlotPool>,
-    /// Lobby expiry and the bots that play for seats.
-    pub room_settings: RoomSettings,
-    /// The threads bots think on.
-    pub bots: BotPool,
     /// This node's place in a cluster; None for a single node.
     pub cluster: Option<Cluster>,
 }
@@ -57,10 +49,18 @@ impl AppState {
     }
 
     pub fn new(store: Store, limits: Limits, shutdown: CancellationToken) -> AppState {
+        let metrics = Arc::new(Metrics::new());
+        let tasks = TaskTracker::new();
+        let services = RoomServices {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            bots: BotPool::new(1),
+            settings: RoomSettings::default(),
+        };
         AppState {
+            rooms: RoomRegistry::new(services, tasks.clone(), shutdown.clone()),
             store,
-            rooms: Rooms::default(),
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             connection_slots: Arc::new(Semaphore::new(limits.max_connections)),
             pending_slots: PendingPool::new(
                 limits.max_pending_connections,
@@ -77,9 +77,7 @@ impl AppState {
             ),
             limits: Arc::new(limits),
             shutdown,
-            tasks: TaskTracker::new(),
-            room_settings: RoomSettings::default(),
-            bots: BotPool::new(1),
+            tasks,
             cluster: None,
         }
     }
@@ -98,55 +96,19 @@ impl AppState {
             return Ok(Some(room));
         }
         match &self.cluster {
-            Some(cluster) => cluster::resolve(self, cluster, id).await,
+            Some(cluster) => cluster::resolve(&self.rooms, cluster, id).await,
             None => Ok(None),
         }
     }
 
     /// The same state with these room settings and bot pool.
     pub fn with_rooms(mut self, settings: RoomSettings, bots: BotPool) -> AppState {
-        (self.room_settings, self.bots) = (settings, bots);
-        self
-    }
-
-    /// What a room needs from the server.
-    pub fn room_services(&self) -> RoomServices {
-        RoomServices {
-            store: self.store.clone(),
-            metrics: self.metrics.clone(),
-            bots: self.bots.clone(),
-            settings: self.room_settings.clone(),
-        }
-    }
-
-    /// Starts a room's actor and registers it. If the actor ever panics, the room is
-    /// dropped from memory (its game stays safe in the database) and nothing else stops.
-    ///
-    /// In cluster mode a room also needs its relay: see [`cluster::start_owned_room`].
-    pub fn spawn_room(&self, room: Room) -> RoomHandle {
-        let id = room.id();
-        let (sender, requests) = mpsc::channel(ROOM_QUEUE);
-        let handle = RoomHandle::new(id, sender, room.updates());
-        self.rooms.insert(handle.clone());
-        self.metrics.live_rooms.inc();
-        let (rooms, registered, metrics, shutdown) = (
-            self.rooms.clone(),
-            handle.clone(),
-            self.metrics.clone(),
-            self.shutdown.clone(),
-        );
-        let span = tracing::info_span!("room", game = %id);
-        let task = async move {
-            let outcome = AssertUnwindSafe(room.run(requests, shutdown))
-                .catch_unwind()
-                .await;
-            if outcome.is_err() {
-                tracing::error!("room actor panicked; the room is unloaded");
-            }
-            rooms.remove_handle(&registered);
-            metrics.live_rooms.dec();
+        let services = RoomServices {
+            settings,
+            bots,
+            ..self.rooms.services.clone()
         };
-        self.tasks.spawn(task.instrument(span));
-        handle
+        self.rooms = RoomRegistry::new(services, self.tasks.clone(), self.shutdown.clone());
+        self
     }
 }

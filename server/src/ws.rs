@@ -8,8 +8,10 @@
 
 use crate::admission::{Evicted, PendingSlot, TokenBucket};
 use crate::auth::Token;
+use crate::config::Limits;
 use crate::error::AppError;
 use crate::http::TcpSlot;
+use crate::metrics::Metrics;
 use crate::protocol::{BadFrame, ClientMessage, Role, ServerMessage, parse_client_message};
 use crate::rooms::{Connected, Outgoing, Request, RoomHandle};
 use crate::state::AppState;
@@ -25,6 +27,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::error::Elapsed;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -144,7 +147,7 @@ async fn serve_connection(
     } = places;
     tracing::info!("connection opened");
     state.metrics.connections.inc();
-    let mut connection = Connection::new(socket, room, state.clone());
+    let mut connection = Connection::new(socket, room, &state);
     connection.set_role("pending");
     if let Some(connected) = connection.await_hello(&pending).await {
         // Welcomed, so no longer pending (if an eviction raced the hello, it already
@@ -185,7 +188,9 @@ enum Ending {
 struct Connection {
     socket: WebSocket,
     room: RoomHandle,
-    state: AppState,
+    limits: Arc<Limits>,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
     /// Set once a player has said hello with a valid seat token.
     token_hash: Option<String>,
     /// The seat this connection plays, as last told to the client.
@@ -206,12 +211,15 @@ struct Connection {
 }
 
 impl Connection {
-    fn new(socket: WebSocket, room: RoomHandle, state: AppState) -> Connection {
-        let bucket = TokenBucket::new(state.limits.messages_per_second, state.limits.message_burst);
+    fn new(socket: WebSocket, room: RoomHandle, state: &AppState) -> Connection {
+        let limits = state.limits.clone();
+        let bucket = TokenBucket::new(limits.messages_per_second, limits.message_burst);
         Connection {
             socket,
             room,
-            state,
+            limits,
+            metrics: state.metrics.clone(),
+            shutdown: state.shutdown.clone(),
             token_hash: None,
             seat: None,
             role: None,
@@ -228,7 +236,7 @@ impl Connection {
     /// Moves this connection to `role` in the connections-by-role gauge.
     fn set_role(&mut self, role: &'static str) {
         self.clear_role();
-        let gauge = &self.state.metrics.connections_by_role;
+        let gauge = &self.metrics.connections_by_role;
         gauge.with_label_values(&[role]).inc();
         self.role = Some(role);
         // The span's role is recorded once, at hello: text logs would show a changed
@@ -240,7 +248,7 @@ impl Connection {
 
     fn clear_role(&mut self) {
         if let Some(role) = self.role.take() {
-            let gauge = &self.state.metrics.connections_by_role;
+            let gauge = &self.metrics.connections_by_role;
             gauge.with_label_values(&[role]).dec();
         }
     }
@@ -260,7 +268,7 @@ impl Connection {
     /// Waits for a valid `hello`; `None` when the connection ended first, or was evicted
     /// from `pending` to make room for a newer connection.
     async fn await_hello(&mut self, pending: &PendingSlot) -> Option<Connected> {
-        let deadline = tokio::time::sleep(self.state.limits.hello_timeout);
+        let deadline = tokio::time::sleep(self.limits.hello_timeout);
         tokio::pin!(deadline);
         let mut failures = 0;
         loop {
@@ -278,7 +286,7 @@ impl Connection {
                     self.close(close::POLICY, reason).await;
                     return None;
                 }
-                _ = self.state.shutdown.cancelled() => {
+                _ = self.shutdown.cancelled() => {
                     self.close(close::RESTART, "server restarting").await;
                     return None;
                 }
@@ -356,12 +364,12 @@ impl Connection {
         for outgoing in std::mem::take(&mut connected.catch_up) {
             self.forward(&outgoing).await;
         }
-        let mut pings = tokio::time::interval(self.state.limits.ping_interval);
+        let mut pings = tokio::time::interval(self.limits.ping_interval);
         pings.reset();
         self.last_heard = Instant::now();
         // Waited on across the loop's turns rather than made again at each: every
         // connection shares one token, and each new wait registers with it under a lock.
-        let shutdown = self.state.shutdown.clone().cancelled_owned();
+        let shutdown = self.shutdown.clone().cancelled_owned();
         tokio::pin!(shutdown);
         while !self.is_dead() {
             self.gathering = true;
@@ -418,7 +426,7 @@ impl Connection {
             Some(Ok(message)) => message,
             Some(Err(error)) => {
                 if let Some((code, reason)) = close_for_receive_error(error) {
-                    self.state.metrics.reject(reason_code(code));
+                    self.metrics.reject(reason_code(code));
                     self.close(code, reason).await;
                 }
                 return Screened::End;
@@ -427,8 +435,8 @@ impl Connection {
         };
         self.last_heard = Instant::now();
         match message {
-            Message::Text(text) if text.len() > self.state.limits.max_message_bytes => {
-                self.state.metrics.reject("message_too_big");
+            Message::Text(text) if text.len() > self.limits.max_message_bytes => {
+                self.metrics.reject("message_too_big");
                 self.close(close::TOO_BIG, "message too big").await;
                 Screened::End
             }
@@ -441,7 +449,7 @@ impl Connection {
             }
             Message::Text(text) => Screened::Text(text),
             Message::Binary(_) if !self.bucket.take() => {
-                self.state.metrics.reject(AppError::TooManyMessages.code());
+                self.metrics.reject(AppError::TooManyMessages.code());
                 self.close(close::POLICY, "rate limit exceeded").await;
                 Screened::End
             }
@@ -477,7 +485,7 @@ impl Connection {
     async fn on_bad_frame(&mut self, bad: BadFrame) {
         match bad.command_id {
             Some(id) => {
-                self.state.metrics.reject(bad.error.code());
+                self.metrics.reject(bad.error.code());
                 let reply = ServerMessage::Rejected {
                     id,
                     error: bad.error.body(),
@@ -516,7 +524,7 @@ impl Connection {
                 ServerMessage::Ack { id, seq }
             }
             Err(error) => {
-                self.state.metrics.reject(error.code());
+                self.metrics.reject(error.code());
                 ServerMessage::Rejected {
                     id,
                     error: error.body(),
@@ -633,7 +641,7 @@ impl Connection {
     }
 
     async fn on_ping_tick(&mut self) -> Flow {
-        if self.last_heard.elapsed() > self.state.limits.idle_timeout {
+        if self.last_heard.elapsed() > self.limits.idle_timeout {
             return Flow::Close(close::GOING_AWAY, "no pong in time");
         }
         self.send(Message::Ping(Default::default())).await;
@@ -641,7 +649,7 @@ impl Connection {
     }
 
     async fn send_error(&mut self, error: &AppError) {
-        self.state.metrics.reject(error.code());
+        self.metrics.reject(error.code());
         self.send_text(ServerMessage::error(error).to_json().into())
             .await;
     }
@@ -658,7 +666,7 @@ impl Connection {
         if self.is_dead() {
             return;
         }
-        let limit = self.state.limits.send_timeout;
+        let limit = self.limits.send_timeout;
         let sent = if self.gathering {
             self.unflushed = true;
             tokio::time::timeout(limit, self.socket.feed(message)).await
@@ -674,7 +682,7 @@ impl Connection {
         if !std::mem::take(&mut self.unflushed) || self.is_dead() {
             return;
         }
-        let limit = self.state.limits.send_timeout;
+        let limit = self.limits.send_timeout;
         let flushed = tokio::time::timeout(limit, self.socket.flush()).await;
         self.note_send_outcome(flushed);
     }
@@ -686,7 +694,7 @@ impl Connection {
             Err(_) => "timed out".to_owned(),
         };
         tracing::debug!(%failure, "send failed");
-        self.state.metrics.refuse("send_timeout_or_failure");
+        self.metrics.refuse("send_timeout_or_failure");
         self.ending = Some(Ending::SendFailed);
     }
 
@@ -714,7 +722,7 @@ impl Connection {
                 }
             }
         };
-        let _ = tokio::time::timeout(self.state.limits.close_handshake, drain).await;
+        let _ = tokio::time::timeout(self.limits.close_handshake, drain).await;
     }
 }
 

@@ -202,9 +202,9 @@ pub async fn create_lobby(
     tracing::info!(lobby = %lobby.id, seats = lobby.seat_count, public = lobby.public, "lobby created");
     let view = lobby_view(&lobby, std::slice::from_ref(&seat));
     let invite_code = code;
-    let mut room = Room::open(lobby, vec![seat], state.room_services());
+    let mut room = Room::open(lobby, vec![seat], state.rooms.services.clone());
     room.hold_open_lobby_place(place);
-    crate::cluster::start_new_room(&state, room).await?;
+    crate::cluster::start_new_room(&state.rooms, state.cluster.as_ref(), room).await?;
     let granted = SeatGranted {
         lobby: view,
         seat: 0,

@@ -16,8 +16,8 @@
 
 use crate::cluster::{Cluster, take_over_orphans};
 use crate::rooms::RoomHandle;
+use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::BootTime;
-use crate::state::AppState;
 use carcassonne_store::Store;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -27,7 +27,7 @@ use uuid::Uuid;
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 /// Renews this node's leases until shutdown.
-pub async fn keep_leases(state: AppState, cluster: Cluster) {
+pub async fn keep_leases(rooms: RoomRegistry, cluster: Cluster) {
     let mut renew = tokio::time::interval(cluster.lease_ttl / 3);
     renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut keeper = Keeper::default();
@@ -35,22 +35,22 @@ pub async fn keep_leases(state: AppState, cluster: Cluster) {
         tokio::select! {
             _ = renew.tick() => {}
             () = cluster.lease.renewal_wanted() => {}
-            _ = state.shutdown.cancelled() => return,
+            _ = rooms.shutdown.cancelled() => return,
         }
-        keeper.renew(&state, &cluster).await;
+        keeper.renew(&rooms, &cluster).await;
     }
 }
 
 /// Takes over games whose owner stopped or died, every [`SWEEP_EVERY`], until shutdown.
-pub async fn sweep_orphans(state: AppState, cluster: Cluster) {
+pub async fn sweep_orphans(rooms: RoomRegistry, cluster: Cluster) {
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = sweep.tick() => {}
-            _ = state.shutdown.cancelled() => return,
+            _ = rooms.shutdown.cancelled() => return,
         }
-        match take_over_orphans(&state, &cluster).await {
+        match take_over_orphans(&rooms, &cluster).await {
             Ok(0) => {}
             Ok(taken) => tracing::info!(taken, "took over games whose owner stopped"),
             Err(error) => tracing::warn!(%error, "cannot look for games without an owner"),
@@ -72,11 +72,11 @@ impl Keeper {
     /// it no longer holds. A game this node owns but no longer has in memory (its room
     /// panicked) would be kept from everyone: it is given up, at the second renewal that
     /// finds it so (a lobby is owned from its first row, a moment before its room starts).
-    async fn renew(&mut self, state: &AppState, cluster: &Cluster) {
+    async fn renew(&mut self, rooms: &RoomRegistry, cluster: &Cluster) {
         let _registry = crate::cluster::hold_registry(cluster).await;
         let asked = BootTime::now();
-        let held = match state
-            .store
+        let held = match rooms
+            .store()
             .renew_leases(&cluster.node, cluster.lease_ttl)
             .await
         {
@@ -87,8 +87,7 @@ impl Keeper {
                 return;
             }
         };
-        let local: Vec<RoomHandle> = state
-            .rooms
+        let local: Vec<RoomHandle> = rooms
             .all()
             .into_iter()
             .filter(|room| !room.is_remote())
@@ -106,7 +105,7 @@ impl Keeper {
         let unloaded: HashSet<Uuid> = held.difference(&loaded).copied().collect();
         for id in unloaded.intersection(&self.unloaded) {
             tracing::warn!(game = %id, "owned a game not in memory; releasing it");
-            let _ = state.store.release_lease(*id, &cluster.node).await;
+            let _ = rooms.store().release_lease(*id, &cluster.node).await;
         }
         self.unloaded = unloaded;
         cluster.lease.renewed(asked, held);
@@ -125,8 +124,8 @@ pub async fn release_when_stopped(store: Store, cluster: Cluster, room: RoomHand
 
 /// Gives up every lease at the end of a clean shutdown, once the rooms have stopped, so
 /// that other nodes take the games at once instead of after the leases lapse.
-pub async fn release_leases(state: &AppState, cluster: &Cluster) {
-    match state.store.release_leases(&cluster.node).await {
+pub async fn release_leases(store: &Store, cluster: &Cluster) {
+    match store.release_leases(&cluster.node).await {
         Ok(released) => tracing::info!(released, "handed this node's games over"),
         Err(error) => tracing::warn!(%error, "cannot release this node's leases; they will lapse"),
     }

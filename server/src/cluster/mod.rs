@@ -23,8 +23,8 @@ pub mod wire;
 use crate::error::AppError;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
+use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::{BootTime, NodeLease, Tenure};
-use crate::state::AppState;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -138,33 +138,33 @@ pub async fn hold_registry(cluster: &Cluster) -> tokio::sync::MutexGuard<'_, ()>
 /// The room for game `id` on this node: its own if it owns (or can take) the game, or a
 /// stand-in that reaches the owner. None when there is no live game with this id.
 pub async fn resolve(
-    state: &AppState,
+    rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
 ) -> Result<Option<RoomHandle>, AppError> {
     let _resolving = cluster.resolving.lock().await;
-    if let Some(room) = state.rooms.get(id) {
+    if let Some(room) = rooms.get(id) {
         return Ok(Some(room));
     }
-    let Some(holder) = state.store.lease_holder(id).await? else {
+    let Some(holder) = rooms.store().lease_holder(id).await? else {
         return Ok(None);
     };
     let free =
         holder.owner.is_none() || holder.lapsed || holder.owner.as_deref() == Some(&*cluster.node);
-    if free && let Some(room) = take_over(state, cluster, id).await? {
+    if free && let Some(room) = take_over(rooms, cluster, id).await? {
         return Ok(Some(room));
     }
-    remote::spawn(state, cluster, id).await.map(Some)
+    remote::spawn(rooms, cluster, id).await.map(Some)
 }
 
 /// Takes game `id`'s lease and restores it from its log. None when another node holds
 /// the lease after all, or the game is no longer live.
 async fn take_over(
-    state: &AppState,
+    rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
 ) -> Result<Option<RoomHandle>, AppError> {
-    let store = &state.store;
+    let store = rooms.store();
     let asked = BootTime::now();
     if !store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
@@ -175,12 +175,12 @@ async fn take_over(
     let Some(live) = store.live_game(id).await? else {
         return Ok(None);
     };
-    match Room::restore(live, state.room_services()) {
+    match Room::restore(live, rooms.services.clone()) {
         Ok(mut room) => {
             room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
             tracing::info!(game = %id, node = %cluster.node, "took the game over");
-            state.metrics.cluster_event("taken_over");
-            start_owned_room(state, cluster, room, true).await.map(Some)
+            rooms.metrics().cluster_event("taken_over");
+            start_owned_room(rooms, cluster, room, true).await.map(Some)
         }
         Err(error) => {
             tracing::error!(game = %id, %error, "cannot restore a game to take it over");
@@ -195,21 +195,25 @@ async fn take_over(
 /// node cannot look dead to the others before its keeper's first renewal. Should the
 /// game be another node's after all (this node's lease had lapsed and a sweep took it),
 /// that node serves it and this one does not.
-pub async fn start_new_room(state: &AppState, mut room: Room) -> Result<(), AppError> {
-    let Some(cluster) = &state.cluster else {
-        state.spawn_room(room);
+pub async fn start_new_room(
+    rooms: &RoomRegistry,
+    cluster: Option<&Cluster>,
+    mut room: Room,
+) -> Result<(), AppError> {
+    let Some(cluster) = cluster else {
+        rooms.spawn_room(room);
         return Ok(());
     };
     let _resolving = cluster.resolving.lock().await;
     let id = room.id();
-    let store = &state.store;
+    let store = rooms.store();
     let asked = BootTime::now();
     if store
         .acquire_lease(id, &cluster.node, cluster.lease_ttl)
         .await?
     {
         room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
-        start_owned_room(state, cluster, room, false).await?;
+        start_owned_room(rooms, cluster, room, false).await?;
     }
     Ok(())
 }
@@ -219,44 +223,44 @@ pub async fn start_new_room(state: &AppState, mut room: Room) -> Result<(), AppE
 /// (a join just after the create) finds nobody answering. `taken_over` says the game was
 /// restored from its log while other nodes may have connections to it.
 pub async fn start_owned_room(
-    state: &AppState,
+    rooms: &RoomRegistry,
     cluster: &Cluster,
     room: Room,
     taken_over: bool,
 ) -> Result<RoomHandle, AppError> {
     let requests = relay::listen(cluster, room.id()).await?;
     let updates = room.updates().subscribe();
-    let handle = state.spawn_room(room);
-    let (store, owner) = (state.store.clone(), cluster.clone());
-    state
+    let handle = rooms.spawn_room(room);
+    let (store, owner) = (rooms.store().clone(), cluster.clone());
+    rooms
         .tasks
         .spawn(lease::release_when_stopped(store, owner, handle.clone()));
     let relay = relay::relay(
         cluster.clone(),
-        state.store.clone(),
+        rooms.store().clone(),
         handle.clone(),
         requests,
         updates,
         taken_over,
     );
-    state.tasks.spawn(relay);
+    rooms.tasks.spawn(relay);
     Ok(handle)
 }
 
 /// Takes over every game the sweep finds unowned: the games of a node that died.
-pub async fn take_over_orphans(state: &AppState, cluster: &Cluster) -> Result<usize, AppError> {
-    let orphans = state.store.orphaned_games(64).await?;
+pub async fn take_over_orphans(rooms: &RoomRegistry, cluster: &Cluster) -> Result<usize, AppError> {
+    let orphans = rooms.store().orphaned_games(64).await?;
     let mut taken = 0;
     for id in orphans {
         let _resolving = cluster.resolving.lock().await;
         // A stand-in for a game whose owner died gives way to the game itself.
-        if let Some(room) = state.rooms.get(id) {
+        if let Some(room) = rooms.get(id) {
             if !room.is_remote() {
                 continue;
             }
-            state.rooms.remove_handle(&room);
+            rooms.remove_handle(&room);
         }
-        if take_over(state, cluster, id).await?.is_some() {
+        if take_over(rooms, cluster, id).await?.is_some() {
             taken += 1;
         }
     }

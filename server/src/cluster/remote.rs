@@ -20,8 +20,8 @@ use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::actor::BROADCAST_CAPACITY;
+use crate::rooms::registry::RoomRegistry;
 use crate::rooms::{Expected, Mail, Outgoing, Reply, Request, RoomHandle};
-use crate::state::AppState;
 use async_nats::{RequestErrorKind, Subscriber};
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -71,7 +71,11 @@ pub struct RemoteRoom {
 }
 
 /// Starts a stand-in for game `id` and registers it.
-pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<RoomHandle, AppError> {
+pub async fn spawn(
+    rooms: &RoomRegistry,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<RoomHandle, AppError> {
     let subscription = cluster
         .nats
         .subscribe(updates_subject(id))
@@ -97,26 +101,24 @@ pub async fn spawn(state: &AppState, cluster: &Cluster, id: Uuid) -> Result<Room
         owner_lost,
         stopped: CancellationToken::new(),
         last_used: Instant::now(),
-        metrics: state.metrics.clone(),
+        metrics: rooms.metrics().clone(),
         relayed_seq: None,
         last_heard: Instant::now(),
         checked,
         checking: false,
     };
-    state.rooms.insert(handle.clone());
-    state.metrics.stand_ins.inc();
-    let (rooms, registered, shutdown) =
-        (state.rooms.clone(), handle.clone(), state.shutdown.clone());
-    let metrics = state.metrics.clone();
+    rooms.insert(handle.clone());
+    rooms.metrics().stand_ins.inc();
+    let (registry, registered) = (rooms.clone(), handle.clone());
     let heard = Heard {
         published: subscription,
         owner_lost: lost,
         checks,
     };
-    state.tasks.spawn(async move {
-        room.run(requests, heard, shutdown).await;
-        rooms.remove_handle(&registered);
-        metrics.stand_ins.dec();
+    rooms.tasks.spawn(async move {
+        room.run(requests, heard, registry.shutdown.clone()).await;
+        registry.remove_handle(&registered);
+        registry.metrics().stand_ins.dec();
     });
     tracing::debug!(game = %id, "reaching a game owned by another node");
     Ok(handle)

@@ -12,6 +12,7 @@ pub mod machine;
 pub mod names;
 pub mod outcome;
 pub mod patch;
+pub mod registry;
 pub mod tenure;
 pub mod view;
 pub mod wire;
@@ -23,7 +24,7 @@ use carcassonne_bots::BotLevel;
 pub use contract::{Answer, Expected, JoinedSeat, Request};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use uuid::Uuid;
@@ -318,56 +319,5 @@ impl RoomHandle {
             .sender
             .send(Mail::Request(request, Reply::nobody()))
             .await;
-    }
-}
-
-/// Every live room of this server, by id.
-#[derive(Clone, Debug, Default)]
-pub struct Rooms {
-    inner: Arc<Mutex<HashMap<Uuid, RoomHandle>>>,
-}
-
-impl Rooms {
-    pub fn get(&self, id: Uuid) -> Option<RoomHandle> {
-        self.lock().get(&id).cloned()
-    }
-
-    pub fn insert(&self, handle: RoomHandle) {
-        self.lock().insert(handle.id, handle);
-    }
-
-    /// Removes `handle`'s room, unless another room of the same game has replaced it (a
-    /// stand-in replaced by the game itself after a take-over, or the reverse).
-    pub fn remove_handle(&self, handle: &RoomHandle) {
-        let mut rooms = self.lock();
-        if rooms
-            .get(&handle.id)
-            .is_some_and(|held| held.same_room(handle))
-        {
-            rooms.remove(&handle.id);
-        }
-    }
-
-    /// Every registered room, local or stand-in.
-    pub fn all(&self) -> Vec<RoomHandle> {
-        self.lock().values().cloned().collect()
-    }
-
-    /// How many rooms this node runs itself: stand-ins for rooms of other nodes (cluster
-    /// mode) are not counted.
-    pub fn len(&self) -> usize {
-        self.lock().values().filter(|room| !room.remote).count()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, RoomHandle>> {
-        // The map holds no invariant a panicking holder could break, so a poisoned lock
-        // is still safe to use.
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
