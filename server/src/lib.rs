@@ -17,12 +17,12 @@ mod error;
 mod healthcheck;
 mod http;
 mod metrics;
-pub mod protocol;
 mod replay;
 mod rooms;
 mod state;
 mod tournament;
 mod web;
+pub mod wire;
 mod ws;
 
 // What the binary (main.rs) uses; everything else is private to the library, so that

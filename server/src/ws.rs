@@ -12,9 +12,11 @@ use crate::config::Limits;
 use crate::error::AppError;
 use crate::http::TcpSlot;
 use crate::metrics::Metrics;
-use crate::protocol::{BadFrame, ClientMessage, Role, ServerMessage, parse_client_message};
-use crate::rooms::{Connected, Outgoing, Request, RoomHandle};
+use crate::rooms::frames::RoomFrame;
+use crate::rooms::{Connected, Outgoing, Request, RoomHandle, Text};
 use crate::state::AppState;
+use crate::wire::client::{BadFrame, ClientMessage, parse_client_message};
+use crate::wire::frames::{ConnectionFrame, Role};
 use axum::Extension;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Path, State};
@@ -350,7 +352,7 @@ impl Connection {
             tracing::Span::current().record("seat", seat);
         }
         tracing::info!("hello: connection joined its game");
-        let welcome = ServerMessage::Welcome {
+        let welcome = ConnectionFrame::Welcome {
             game_id: self.room.id,
             role,
             seat: connected.seat,
@@ -382,7 +384,7 @@ impl Connection {
                 update = connected.updates.recv() => self.on_broadcast(update).await,
                 _ = pings.tick() => self.on_ping_tick().await,
                 () = &mut shutdown => {
-                    let message = ServerMessage::Shutdown { message: "the server is restarting; reconnect shortly".into() };
+                    let message = RoomFrame::Shutdown { message: "the server is restarting; reconnect shortly".into() };
                     self.send_text(message.to_json().into()).await;
                     Flow::Close(close::RESTART, "server restarting")
                 }
@@ -471,7 +473,7 @@ impl Connection {
                     self.send_error(&error).await;
                 }
             }
-            Ok(ClientMessage::Ping) => self.send_text(ServerMessage::Pong.to_json().into()).await,
+            Ok(ClientMessage::Ping) => self.send_text(ConnectionFrame::Pong.to_json().into()).await,
             Ok(ClientMessage::Hello { .. }) => {
                 self.send_error(&AppError::AlreadyWelcomed).await;
             }
@@ -486,7 +488,7 @@ impl Connection {
         match bad.command_id {
             Some(id) => {
                 self.metrics.reject(bad.error.code());
-                let reply = ServerMessage::Rejected {
+                let reply = ConnectionFrame::Rejected {
                     id,
                     error: bad.error.body(),
                 };
@@ -521,11 +523,11 @@ impl Connection {
         let reply = match outcome {
             Ok(seq) => {
                 self.refund_if_new(seq);
-                ServerMessage::Ack { id, seq }
+                ConnectionFrame::Ack { id, seq }
             }
             Err(error) => {
                 self.metrics.reject(error.code());
-                ServerMessage::Rejected {
+                ConnectionFrame::Rejected {
                     id,
                     error: error.body(),
                 }
@@ -548,7 +550,7 @@ impl Connection {
     async fn on_broadcast(&mut self, update: Result<Arc<Outgoing>, RecvError>) -> Flow {
         match update {
             Ok(outgoing) if outgoing.closing => {
-                self.send_text(outgoing.for_others.clone()).await;
+                self.send_room_text(&outgoing.for_others).await;
                 Flow::Close(close::RESTART, "server restarting")
             }
             // The game is further than this client: an update was lost between nodes.
@@ -613,7 +615,7 @@ impl Connection {
         {
             return;
         }
-        self.send_text(outgoing.text_for(self.token_hash.as_deref()).clone())
+        self.send_room_text(outgoing.text_for(self.token_hash.as_deref()))
             .await;
         if let Some(seq) = outgoing.seq {
             self.last_seq = Some(seq);
@@ -632,7 +634,7 @@ impl Connection {
     async fn reseat(&mut self, seat: u8) {
         self.seat = Some(seat);
         tracing::Span::current().record("seat", seat);
-        let welcome = ServerMessage::Welcome {
+        let welcome = ConnectionFrame::Welcome {
             game_id: self.room.id,
             role: Role::Player,
             seat: Some(seat),
@@ -650,12 +652,22 @@ impl Connection {
 
     async fn send_error(&mut self, error: &AppError) {
         self.metrics.reject(error.code());
-        self.send_text(ServerMessage::error(error).to_json().into())
+        self.send_text(ConnectionFrame::error(error).to_json().into())
             .await;
     }
 
     async fn send_text(&mut self, text: Utf8Bytes) {
         self.send(Message::Text(text)).await;
+    }
+
+    /// Sends a text the room made, shared with every connection: the socket takes the
+    /// same bytes, after checking them as UTF-8 once more (axum offers no unchecked way;
+    /// the check costs far less than the send).
+    async fn send_room_text(&mut self, text: &Text) {
+        match Utf8Bytes::try_from(text.to_bytes()) {
+            Ok(text) => self.send_text(text).await,
+            Err(_) => tracing::error!("a room made a text that is not UTF-8"),
+        }
     }
 
     /// Sends one message within the send timeout: queued while the main loop gathers a

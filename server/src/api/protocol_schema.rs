@@ -1,5 +1,5 @@
 //! `GET /api/protocol.schema.json`: a JSON Schema (draft 2020-12) of every WebSocket
-//! message, generated from the protocol's own types (`protocol.rs`), so that it cannot
+//! message, generated from the protocol's own types (`wire/`), so that it cannot
 //! drift from what the server sends and parses.
 //!
 //! The schemas come from the same `ToSchema` derives as the OpenAPI document; OpenAPI 3.1
@@ -7,7 +7,8 @@
 //! `#/components/schemas/` to `#/$defs/`. A copy is kept in `docs/protocol.schema.json`
 //! and a test keeps it identical.
 
-use crate::protocol::{ClientMessage, ServerMessage};
+use crate::wire::client::ClientMessage;
+use crate::wire::frames::ServerMessage;
 use axum::Json;
 use serde_json::{Value, json};
 use std::sync::LazyLock;

@@ -18,7 +18,6 @@
 pub mod lease;
 pub mod relay;
 pub mod remote;
-pub mod wire;
 
 use crate::error::AppError;
 use crate::rooms::RoomHandle;

@@ -5,10 +5,10 @@
 //! publishes each of the room's updates once on the game's update subject, for every
 //! node with connections to the game. The room itself knows nothing of the cluster.
 
-use crate::cluster::wire::{FromOwner, Published, RelayQuestion, ToOwner};
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::rooms::{Answer, Outgoing, RoomHandle};
+use crate::wire::nats::{FromOwner, Published, RelayQuestion, ToOwner};
 use async_nats::Subscriber;
 use carcassonne_store::Store;
 use futures_util::StreamExt;

@@ -15,13 +15,13 @@
 //! what came through, its connections are told ([`Outgoing::seq_check`]) and those that
 //! are behind catch up from the owner.
 
-use crate::cluster::wire::{FromOwner, Published, RelayQuestion, ToOwner};
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::actor::BROADCAST_CAPACITY;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::{Expected, Mail, Outgoing, Reply, Request, RoomHandle};
+use crate::wire::nats::{FromOwner, Published, RelayQuestion, ToOwner};
 use async_nats::{RequestErrorKind, Subscriber};
 use futures_util::StreamExt;
 use std::sync::Arc;

@@ -8,22 +8,22 @@
 pub mod actor;
 pub mod clocks;
 pub mod contract;
+pub mod frames;
 pub mod machine;
+pub mod moves;
 pub mod names;
 pub mod outcome;
+pub mod outgoing;
 pub mod patch;
 pub mod registry;
 pub mod tenure;
 pub mod view;
-pub mod wire;
 pub mod writes;
 
 use crate::error::AppError;
-use axum::extract::ws::Utf8Bytes;
 use carcassonne_bots::BotLevel;
 pub use contract::{Answer, Expected, JoinedSeat, Request};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::collections::HashMap;
+pub use outgoing::{Outgoing, Text};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -94,121 +94,6 @@ pub struct Connected {
     pub seat: Option<u8>,
     pub catch_up: Vec<Arc<Outgoing>>,
     pub updates: broadcast::Receiver<Arc<Outgoing>>,
-}
-
-/// A message on its way to every connection of a room, serialized once. The player to
-/// move gets `for_mover` (with their legal moves), everyone else `for_others`.
-#[derive(Debug)]
-pub struct Outgoing {
-    pub seq: Option<u64>,
-    /// The token hash of the player to move after this message, if any.
-    pub mover: Option<String>,
-    pub for_mover: Utf8Bytes,
-    pub for_others: Utf8Bytes,
-    /// When seats were renumbered (a started game): each player's new seat by token hash.
-    pub reseated: Option<Arc<HashMap<String, u8>>>,
-    /// A whole-state snapshot rather than an update: sent even when not newer.
-    pub snapshot: bool,
-    /// The room is closing (server shutdown): connections should close too.
-    pub closing: bool,
-    /// Not a message to send: the game stands at `seq`, and a connection that has less
-    /// asks for what it missed. A stand-in's check (cluster mode): updates published
-    /// while NATS was away are lost, and nothing else would tell a waiting client.
-    pub seq_check: bool,
-}
-
-impl Outgoing {
-    /// The same text for everyone.
-    pub fn plain(seq: Option<u64>, text: String) -> Outgoing {
-        let text = Utf8Bytes::from(text);
-        Outgoing {
-            seq,
-            mover: None,
-            for_mover: text.clone(),
-            for_others: text,
-            reseated: None,
-            snapshot: false,
-            closing: false,
-            seq_check: false,
-        }
-    }
-
-    /// The check that tells connections behind `seq` to catch up.
-    pub fn seq_check(seq: u64) -> Outgoing {
-        let mut check = Outgoing::plain(Some(seq), String::new());
-        check.seq_check = true;
-        check
-    }
-
-    /// A `shutdown` message that closes every connection it reaches (1012): they
-    /// reconnect, to this server once it is back or to the game's new owner.
-    pub fn closing(message: &str) -> Outgoing {
-        let shutdown = crate::protocol::ServerMessage::Shutdown {
-            message: message.into(),
-        };
-        let mut closing = Outgoing::plain(None, shutdown.to_json());
-        closing.closing = true;
-        closing
-    }
-
-    pub fn text_for(&self, token_hash: Option<&str>) -> &Utf8Bytes {
-        match (&self.mover, token_hash) {
-            (Some(mover), Some(mine)) if mover == mine => &self.for_mover,
-            _ => &self.for_others,
-        }
-    }
-}
-
-/// An [`Outgoing`] between nodes (see [`Answer`]): `for_mover` is left out when it
-/// equals `for_others`.
-#[derive(Serialize, Deserialize)]
-struct OutgoingText {
-    seq: Option<u64>,
-    mover: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    for_mover: Option<String>,
-    for_others: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    reseated: Option<HashMap<String, u8>>,
-    #[serde(default)]
-    snapshot: bool,
-    #[serde(default)]
-    closing: bool,
-}
-
-impl Serialize for Outgoing {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let same = self.for_mover == self.for_others;
-        OutgoingText {
-            seq: self.seq,
-            mover: self.mover.clone(),
-            for_mover: (!same).then(|| self.for_mover.as_str().to_owned()),
-            for_others: self.for_others.as_str().to_owned(),
-            reseated: self.reseated.as_deref().cloned(),
-            snapshot: self.snapshot,
-            closing: self.closing,
-        }
-        .serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Outgoing {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Outgoing, D::Error> {
-        let text = OutgoingText::deserialize(deserializer)?;
-        let for_others = Utf8Bytes::from(text.for_others);
-        Ok(Outgoing {
-            seq: text.seq,
-            mover: text.mover,
-            for_mover: text
-                .for_mover
-                .map_or_else(|| for_others.clone(), Utf8Bytes::from),
-            for_others,
-            reseated: text.reseated.map(Arc::new),
-            snapshot: text.snapshot,
-            closing: text.closing,
-            seq_check: false,
-        })
-    }
 }
 
 /// A handle to a room's actor, or to the stand-in for a room another node owns.

@@ -6,8 +6,8 @@
 
 use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;
+use crate::rooms::moves::LegalMoves;
 use crate::rooms::outcome::Ending;
-use crate::rooms::wire::LegalMoves;
 use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};

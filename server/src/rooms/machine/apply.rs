@@ -260,16 +260,16 @@ impl RoomMachine {
         let turn_ms_left = self.turn_ms_left(now);
         // Serialized once, for the mover's copy and everyone else's.
         let (events, patch) = (raw_json(&events), raw_json(patch));
-        let update = |legal| ServerMessage::Update {
+        let update = |legal| RoomFrame::Update {
             seq,
             events: events.clone(),
             patch: patch.clone(),
             legal_moves: legal,
             turn_ms_left,
         };
-        let for_others = Utf8Bytes::from(update(None).to_json());
+        let for_others = Text::from(update(None).to_json());
         let for_mover = match (&mover, &self.game) {
-            (Some(_), Some(game)) => Utf8Bytes::from(update(Some(legal_moves(game))).to_json()),
+            (Some(_), Some(game)) => Text::from(update(Some(legal_moves(game))).to_json()),
             _ => for_others.clone(),
         };
         let outgoing = Arc::new(Outgoing {

@@ -105,7 +105,7 @@ impl RoomMachine {
         if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
             return None;
         }
-        let message = ServerMessage::YourTurn {
+        let message = RoomFrame::YourTurn {
             seq: self.seq(),
             legal_moves: legal_moves(game),
             turn_ms_left: self.turn_ms_left(now),
@@ -123,7 +123,7 @@ impl RoomMachine {
 
     pub(super) fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {
         let to_move = token_hash.is_some() && token_hash.map(str::to_owned) == self.mover();
-        let message = ServerMessage::Snapshot {
+        let message = RoomFrame::Snapshot {
             seq: self.seq(),
             state: Box::new(self.view.clone()),
             connected: self.connected_seats(),

@@ -13,15 +13,14 @@
 
 use crate::auth::{Token, invite_code_matches};
 use crate::error::AppError;
-use crate::protocol::ServerMessage;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
+use crate::rooms::frames::RoomFrame;
 use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent};
 use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
 use crate::rooms::patch::patch_between;
 use crate::rooms::view::{ClockSource, PublicState, legal_moves, public_state};
-use crate::rooms::{Outgoing, RoomSettings};
-use axum::extract::ws::Utf8Bytes;
+use crate::rooms::{Outgoing, RoomSettings, Text};
 use carcassonne_bots::BotLevel;
 use carcassonne_core::{Event, FeatureScore, Game, HiddenGame, Move, Phase, Setup, Stack};
 use carcassonne_store::{
@@ -787,7 +786,7 @@ fn room_event(event: RoomEvent) -> EventText {
 }
 
 fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {
-    let message = ServerMessage::Presence { seat, connected };
+    let message = RoomFrame::Presence { seat, connected };
     Arc::new(Outgoing::plain(None, message.to_json()))
 }
 

@@ -98,7 +98,7 @@ fn play_bot_job(machine: &mut RoomMachine, now: Millis) -> BotJob {
 }
 
 fn event_types(outgoing: &Outgoing) -> Vec<String> {
-    let message: Value = serde_json::from_str(outgoing.for_others.as_str()).unwrap();
+    let message: Value = serde_json::from_slice(outgoing.for_others.as_bytes()).unwrap();
     message["events"]
         .as_array()
         .unwrap()
@@ -404,7 +404,7 @@ fn below(rng: &mut rand_chacha::ChaCha8Rng, bound: u64) -> u64 {
 /// against the general JSON diff of the two states that every operation of the built
 /// patch touches a field or list that changed (none rewrites what stayed the same).
 fn check_patch(mirror: &mut Value, update: &Outgoing, machine: &RoomMachine) {
-    let message: Value = serde_json::from_str(update.for_others.as_str()).unwrap();
+    let message: Value = serde_json::from_slice(update.for_others.as_bytes()).unwrap();
     let patch: json_patch::Patch = serde_json::from_value(message["patch"].clone()).unwrap();
     let state = serde_json::to_value(&machine.view).unwrap();
     let changed: Vec<String> = json_patch::diff(mirror, &state)
@@ -454,7 +454,7 @@ impl Recorder {
             #[serde(borrow)]
             events: &'a serde_json::value::RawValue,
         }
-        let sent: Sent = serde_json::from_str(update.for_others.as_str()).unwrap();
+        let sent: Sent = serde_json::from_slice(update.for_others.as_bytes()).unwrap();
         assert_eq!(sent.seq, seq);
         self.sent.push((seq, sent.events.get().to_owned()));
     }

@@ -1,17 +1,11 @@
-//! The WebSocket protocol's messages (documented message by message in
-//! `docs/protocol.md`). Every message is one JSON text frame with a `type`.
+//! What a client may send on a game's WebSocket, and how a text frame is read: every
+//! message is one JSON text frame with a `type` (see `docs/protocol.md`).
 
-use crate::error::{AppError, ErrorBody};
-use crate::rooms::machine::events::UpdateEvent;
-use crate::rooms::patch::Operation;
-use crate::rooms::view::PublicState;
-use crate::rooms::wire::{LegalMoves, WireMove};
-use serde::{Deserialize, Serialize};
+use crate::error::AppError;
+use crate::rooms::moves::WireMove;
+use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
-use std::sync::Arc;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 /// What a client may send.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, ToSchema)]
@@ -82,94 +76,6 @@ pub fn parse_client_message(text: &str) -> Result<ClientMessage, BadFrame> {
             command_id,
         )
     })
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Player,
-    Spectator,
-}
-
-/// What the server sends.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMessage {
-    Welcome {
-        game_id: Uuid,
-        role: Role,
-        seat: Option<u8>,
-    },
-    /// The whole public state at `seq`, the seats now connected, and, for the player to
-    /// move, every legal move.
-    Snapshot {
-        seq: u64,
-        state: Box<PublicState>,
-        connected: Vec<u8>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        legal_moves: Option<LegalMoves>,
-        /// Milliseconds left in the turn in progress when this message was made, when
-        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        turn_ms_left: Option<u64>,
-    },
-    /// One accepted change: the events it caused and the patch from `seq - 1` to `seq`.
-    Update {
-        seq: u64,
-        // Serialized once and shared by every copy of the update.
-        #[schema(value_type = Vec<UpdateEvent>)]
-        events: Arc<RawValue>,
-        /// An RFC 6902 JSON Patch from the state at `seq - 1`.
-        #[schema(value_type = Vec<Operation>)]
-        patch: Arc<RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        legal_moves: Option<LegalMoves>,
-        /// Milliseconds left in the turn in progress when this message was made, when
-        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        turn_ms_left: Option<u64>,
-    },
-    /// To a player to move who reconnected having missed nothing: their legal moves at
-    /// `seq` (the state is unchanged, so this carries no patch and no new `seq`).
-    YourTurn {
-        seq: u64,
-        legal_moves: LegalMoves,
-        /// Milliseconds left in the turn in progress when this message was made, when
-        /// the game has a clock (the absolute deadline is in the state's `game.clock`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        turn_ms_left: Option<u64>,
-    },
-    Ack {
-        id: String,
-        seq: u64,
-    },
-    Rejected {
-        id: String,
-        error: ErrorBody,
-    },
-    Error {
-        error: ErrorBody,
-    },
-    Presence {
-        seat: u8,
-        connected: bool,
-    },
-    Pong,
-    Shutdown {
-        message: String,
-    },
-}
-
-impl ServerMessage {
-    pub fn error(error: &AppError) -> ServerMessage {
-        ServerMessage::Error {
-            error: error.body(),
-        }
-    }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("server messages serialize")
-    }
 }
 
 #[cfg(test)]

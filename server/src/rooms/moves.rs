@@ -182,7 +182,9 @@ impl LegalMoves {
         }
     }
 
-    /// Every legal move as the flat move a command sends.
+    /// Every legal move as the flat move a command sends: how the tests check the
+    /// grouping against the engine.
+    #[cfg(test)]
     pub fn moves(&self) -> Vec<WireMove> {
         let placements = self.place_tile.iter().flat_map(|cell| {
             let (x, y) = (cell.x, cell.y);
@@ -206,14 +208,6 @@ impl LegalMoves {
             .chain(recall)
             .chain(returns)
             .collect()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.place_tile.is_empty()
-            && !self.pass
-            && self.place_figure.is_empty()
-            && !self.recall_abbot
-            && self.festival_return.is_empty()
     }
 }
 

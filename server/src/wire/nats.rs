@@ -7,10 +7,9 @@
 //! taken or reclaimed, which the owner made and must hand to the node the player asked.
 
 use crate::error::AppError;
-use crate::rooms::{Answer, Outgoing, Request};
+use crate::rooms::{Answer, Outgoing, Request, Text};
 use async_nats::HeaderMap;
 use axum::body::Bytes;
-use axum::extract::ws::Utf8Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -166,7 +165,7 @@ impl Published {
         }
         let number =
             |name: &str| text(name).map(|n| n.parse::<u64>().map_err(|e| format!("{name}: {e}")));
-        let utf8 = |bytes: Bytes| Utf8Bytes::try_from(bytes).map_err(|e| e.to_string());
+        let utf8 = |bytes: Bytes| Text::try_from(bytes).map_err(|e| e.to_string());
         let (for_mover, for_others) = match number(header::MOVER_BYTES).transpose()? {
             Some(split) if split as usize <= payload.len() => {
                 let mut others = payload;
@@ -210,7 +209,7 @@ mod tests {
     fn an_update_crosses_the_wire_unchanged() {
         let mut outgoing = Outgoing::plain(Some(7), r#"{"type":"update","seq":7}"#.into());
         outgoing.mover = Some("hash".into());
-        outgoing.for_mover = Utf8Bytes::from(r#"{"type":"update","seq":7,"legal_moves":{}}"#);
+        outgoing.for_mover = Text::from(r#"{"type":"update","seq":7,"legal_moves":{}}"#);
         outgoing.reseated = Some(Arc::new(HashMap::from([("hash".to_owned(), 1)])));
         let outgoing = Arc::new(outgoing);
         let (headers, payload) = Published::Update(outgoing.clone()).encode();
