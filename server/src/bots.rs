@@ -114,8 +114,10 @@ mod tests {
         let answers = futures_util::future::join_all(requests).await;
         assert!(answers.iter().all(Option::is_some));
         // Each deadline counts from the request, so queueing does not add up: all eight
-        // finish in about one thinking time, not eight.
-        assert!(started.elapsed() < think * 4, "{:?}", started.elapsed());
+        // finish in about one thinking time. Thinking that added up could not finish in
+        // less than eight, whatever the machine's load; the bound is that, so a loaded
+        // machine (these threads run at a lowered priority) does not fail the test.
+        assert!(started.elapsed() < think * 8, "{:?}", started.elapsed());
     }
 
     #[cfg(target_os = "linux")]
