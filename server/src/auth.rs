@@ -6,6 +6,7 @@
 //! Tokens never appear in logs: [`Token`] redacts itself in `Debug`.
 
 use crate::error::AppError;
+use crate::rooms::error::RoomError;
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -89,7 +90,7 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<Token, AppError> {
     let value = headers
         .get(axum::http::header::AUTHORIZATION)
         .ok_or(AppError::MissingToken)?;
-    let text = value.to_str().map_err(|_| AppError::BadToken)?;
+    let text = value.to_str().map_err(|_| RoomError::BadToken)?;
     let token = text
         .strip_prefix("Bearer ")
         .ok_or(AppError::MissingToken)?

@@ -96,7 +96,7 @@ impl AppState {
             return Ok(Some(room));
         }
         match &self.cluster {
-            Some(cluster) => cluster::resolve(&self.rooms, cluster, id).await,
+            Some(cluster) => Ok(cluster::resolve(&self.rooms, cluster, id).await?),
             None => Ok(None),
         }
     }

@@ -12,6 +12,7 @@ use crate::config::Limits;
 use crate::error::AppError;
 use crate::http::TcpSlot;
 use crate::metrics::Metrics;
+use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
 use crate::rooms::{Connected, Outgoing, Request, RoomHandle, Text};
 use crate::state::AppState;
@@ -310,7 +311,7 @@ impl Connection {
                         self.send_error(&error).await;
                         // The game's room is stopping here or (cluster mode) moving to
                         // another node: the client reconnects, as after a restart.
-                        if error.code() == AppError::ShuttingDown.code() {
+                        if error == AppError::Room(RoomError::ShuttingDown) {
                             self.close(close::RESTART, "reconnect shortly").await;
                             return None;
                         }
@@ -518,6 +519,7 @@ impl Connection {
                         mv,
                     })
                     .await
+                    .map_err(AppError::from)
             }
         };
         let reply = match outcome {

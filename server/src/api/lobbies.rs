@@ -12,6 +12,7 @@ use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_pr
 use crate::clock::now_millis;
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;
+use crate::rooms::error::RoomError;
 use crate::rooms::names::printable_text;
 pub use crate::rooms::view::{LobbyView, lobby_view};
 use crate::rooms::{JoinedSeat, Request, RoomHandle};
@@ -286,7 +287,7 @@ pub fn require_private_access(
     if lobby.public || may_see_private(lobby.invite_hash.as_deref(), &token_hashes, headers) {
         Ok(())
     } else {
-        Err(AppError::PrivateGame)
+        Err(RoomError::PrivateGame.into())
     }
 }
 
@@ -308,10 +309,10 @@ pub async fn live_room(state: &AppState, id: Uuid) -> Result<RoomHandle, AppErro
     }
     match state.store.lobby(id).await? {
         Some((lobby, _)) if lobby.status == LobbyStatus::Finished => {
-            Err(AppError::LobbyNotOpen("finished"))
+            Err(RoomError::LobbyNotOpen("finished").into())
         }
         Some((lobby, _)) if lobby.status == LobbyStatus::Cancelled => {
-            Err(AppError::LobbyNotOpen("cancelled"))
+            Err(RoomError::LobbyNotOpen("cancelled").into())
         }
         _ => Err(AppError::NotFound("no lobby with this id")),
     }

@@ -19,9 +19,9 @@ pub mod lease;
 pub mod relay;
 pub mod remote;
 
-use crate::error::AppError;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
+use crate::rooms::error::RoomError;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::{BootTime, NodeLease, Tenure};
 use std::sync::Arc;
@@ -140,7 +140,7 @@ pub async fn resolve(
     rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
-) -> Result<Option<RoomHandle>, AppError> {
+) -> Result<Option<RoomHandle>, RoomError> {
     let _resolving = cluster.resolving.lock().await;
     if let Some(room) = rooms.get(id) {
         return Ok(Some(room));
@@ -162,7 +162,7 @@ async fn take_over(
     rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
-) -> Result<Option<RoomHandle>, AppError> {
+) -> Result<Option<RoomHandle>, RoomError> {
     let store = rooms.store();
     let asked = BootTime::now();
     if !store
@@ -184,7 +184,7 @@ async fn take_over(
         Err(error) => {
             tracing::error!(game = %id, %error, "cannot restore a game to take it over");
             let _ = store.release_lease(id, &cluster.node).await;
-            Err(AppError::Internal)
+            Err(RoomError::Internal)
         }
     }
 }
@@ -198,7 +198,7 @@ pub async fn start_new_room(
     rooms: &RoomRegistry,
     cluster: Option<&Cluster>,
     mut room: Room,
-) -> Result<(), AppError> {
+) -> Result<(), RoomError> {
     let Some(cluster) = cluster else {
         rooms.spawn_room(room);
         return Ok(());
@@ -226,7 +226,7 @@ pub async fn start_owned_room(
     cluster: &Cluster,
     room: Room,
     taken_over: bool,
-) -> Result<RoomHandle, AppError> {
+) -> Result<RoomHandle, RoomError> {
     let requests = relay::listen(cluster, room.id()).await?;
     let updates = room.updates().subscribe();
     let handle = rooms.spawn_room(room);
@@ -247,7 +247,10 @@ pub async fn start_owned_room(
 }
 
 /// Takes over every game the sweep finds unowned: the games of a node that died.
-pub async fn take_over_orphans(rooms: &RoomRegistry, cluster: &Cluster) -> Result<usize, AppError> {
+pub async fn take_over_orphans(
+    rooms: &RoomRegistry,
+    cluster: &Cluster,
+) -> Result<usize, RoomError> {
     let orphans = rooms.store().orphaned_games(64).await?;
     let mut taken = 0;
     for id in orphans {

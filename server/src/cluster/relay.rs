@@ -6,7 +6,7 @@
 //! node with connections to the game. The room itself knows nothing of the cluster.
 
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
-use crate::error::AppError;
+use crate::rooms::error::RoomError;
 use crate::rooms::{Answer, Outgoing, RoomHandle};
 use crate::wire::nats::{FromOwner, Published, RelayQuestion, ToOwner};
 use async_nats::Subscriber;
@@ -75,15 +75,15 @@ async fn end_of(store: &Store, id: uuid::Uuid) -> Published {
 }
 
 /// Subscribes to game `id`'s request subject and waits until NATS has the subscription.
-pub async fn listen(cluster: &Cluster, id: uuid::Uuid) -> Result<Subscriber, AppError> {
+pub async fn listen(cluster: &Cluster, id: uuid::Uuid) -> Result<Subscriber, RoomError> {
     let requests = cluster.nats.subscribe(requests_subject(id)).await;
     let requests = requests.map_err(|error| {
         tracing::error!(%error, game = %id, "cannot listen for other nodes' requests");
-        AppError::ShuttingDown
+        RoomError::ShuttingDown
     })?;
     if !cluster.flush().await {
         tracing::error!(game = %id, "NATS does not confirm a subscription");
-        return Err(AppError::ShuttingDown);
+        return Err(RoomError::ShuttingDown);
     }
     Ok(requests)
 }
@@ -127,7 +127,7 @@ fn answer_later(
             Ok(ToOwner::Room(request)) => room.ask::<Answer>(request).await,
             Err(error) => {
                 tracing::error!(%error, "a node sent a request this node cannot read");
-                Err(AppError::Internal)
+                Err(RoomError::Internal)
             }
         };
         let Some(reply_to) = message.reply else {

@@ -16,9 +16,9 @@
 //! are behind catch up from the owner.
 
 use crate::cluster::{Cluster, NATS_WAIT, requests_subject, updates_subject};
-use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::rooms::actor::BROADCAST_CAPACITY;
+use crate::rooms::error::RoomError;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::{Expected, Mail, Outgoing, Reply, Request, RoomHandle};
 use crate::wire::nats::{FromOwner, Published, RelayQuestion, ToOwner};
@@ -75,19 +75,19 @@ pub async fn spawn(
     rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
-) -> Result<RoomHandle, AppError> {
+) -> Result<RoomHandle, RoomError> {
     let subscription = cluster
         .nats
         .subscribe(updates_subject(id))
         .await
         .map_err(|error| {
             tracing::warn!(%error, game = %id, "cannot subscribe to a game's updates");
-            AppError::ShuttingDown
+            RoomError::ShuttingDown
         })?;
     // The owner must see the subscription before it is asked anything, or an update it
     // publishes just after its answer could miss this node.
     if !cluster.flush().await {
-        return Err(AppError::ShuttingDown);
+        return Err(RoomError::ShuttingDown);
     }
     let (sender, requests) = mpsc::channel(QUEUE);
     let updates = broadcast::channel(BROADCAST_CAPACITY).0;
@@ -180,7 +180,7 @@ impl RemoteRoom {
         // Requests already queued are answered: the caller retries and finds the owner.
         while let Some(mail) = requests.recv().await {
             if let Mail::Request(_, reply) = mail {
-                reply.send(Err(AppError::ShuttingDown));
+                reply.send(Err(RoomError::ShuttingDown));
             }
         }
         tracing::debug!(game = %self.id, "stopped reaching a game owned by another node");
@@ -285,7 +285,7 @@ impl RemoteRoom {
             let asked = tokio::select! {
                 asked = nats.request(subject, payload.into()) => asked,
                 () = stopped.cancelled() => {
-                    reply.send(Err(AppError::ShuttingDown));
+                    reply.send(Err(RoomError::ShuttingDown));
                     return;
                 }
             };
@@ -294,7 +294,7 @@ impl RemoteRoom {
                     Ok(answered) => answered.into(),
                     Err(error) => {
                         tracing::error!(%error, "an answer this node cannot read");
-                        Err(AppError::Internal)
+                        Err(RoomError::Internal)
                     }
                 },
                 Err(error) => {
@@ -306,7 +306,7 @@ impl RemoteRoom {
                         let _ = lost.send(());
                     }
                     tracing::warn!(%error, "the owner of a game did not answer");
-                    Err(AppError::ShuttingDown)
+                    Err(RoomError::ShuttingDown)
                 }
             };
             reply.send(outcome);

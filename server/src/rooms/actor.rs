@@ -32,8 +32,8 @@ use crate::admission::Slot;
 use crate::auth::Token;
 use crate::bots::BotPool;
 use crate::clock::now_millis;
-use crate::error::AppError;
 use crate::metrics::Metrics;
+use crate::rooms::error::RoomError;
 use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine, StartDraw};
 use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
@@ -108,7 +108,7 @@ enum Waiter {
 enum Written {
     Yes,
     /// Certainly not written.
-    No(AppError),
+    No(RoomError),
     /// Not known yet: settled before the next write.
     Unknown,
     /// The game is another node's now.
@@ -368,7 +368,7 @@ impl Room {
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
-    ) -> Result<Answer, AppError> {
+    ) -> Result<Answer, RoomError> {
         let joined = self.machine.connect(
             token_hash.as_deref(),
             invite_code.as_deref(),
@@ -416,7 +416,7 @@ impl Room {
             } => match machine.add_bot(&token_hash, level, name, now) {
                 Ok(change) => match seat_of(&change) {
                     Some(seat) => self.start_write(change, Waiter::Seat { reply, seat }),
-                    None => reply.send(Err(AppError::Internal)),
+                    None => reply.send(Err(RoomError::Internal)),
                 },
                 Err(error) => reply.send(Err(error)),
             },
@@ -469,11 +469,11 @@ impl Room {
     fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply) {
         match seat_of(&change) {
             Some(seat) => self.start_write(change, Waiter::Joined { reply, token, seat }),
-            None => reply.send(Err(AppError::Internal)),
+            None => reply.send(Err(RoomError::Internal)),
         }
     }
 
-    fn write_or_refuse(&mut self, decided: Result<Change, AppError>, waiter: Waiter) {
+    fn write_or_refuse(&mut self, decided: Result<Change, RoomError>, waiter: Waiter) {
         match decided {
             Ok(change) => self.start_write(change, waiter),
             Err(error) => self.tell_failure(waiter, error),
@@ -482,24 +482,24 @@ impl Room {
 
     fn decide_bot_move(&mut self, job: BotJob, answer: Option<Move>) {
         let Some(mv) = answer else {
-            self.pause_after_failure(&AppError::ShuttingDown);
+            self.pause_after_failure(&RoomError::ShuttingDown);
             return;
         };
         let now = now_millis();
         let decided = match self.machine.bot_move(&job, mv, now) {
             // A bot that errs must not stall the game: the first legal move instead.
-            Err(AppError::IllegalMove(error)) => {
+            Err(RoomError::IllegalMove(error)) => {
                 tracing::error!(%error, level = %job.level, "a bot chose an illegal move");
                 match job.view.game().legal_moves().first().copied() {
                     Some(mv) => self.machine.bot_move(&job, mv, now),
-                    None => Err(AppError::Internal),
+                    None => Err(RoomError::Internal),
                 }
             }
             other => other,
         };
         match decided {
             Ok(change) => self.start_write(change, Waiter::Nobody),
-            Err(AppError::StaleSeq { .. }) => {}
+            Err(RoomError::StaleSeq { .. }) => {}
             Err(error) => self.pause_after_failure(&error),
         }
     }
@@ -521,7 +521,7 @@ impl Room {
                     tracing::warn!(%cause, seq, "the database refused a write: another node owns the game");
                     Written::Lost
                 }
-                Err(other) => Written::No(AppError::from(other)),
+                Err(other) => Written::No(RoomError::from(other)),
             };
             Done::Write {
                 change,
@@ -567,7 +567,7 @@ impl Room {
             }
             Done::Confirm(Confirmed::Lost) => self.lose_game(),
             Done::Confirm(Confirmed::Unknown) => {
-                self.refuse_waiting(AppError::StorageUnavailable);
+                self.refuse_waiting(RoomError::StorageUnavailable);
             }
         }
     }
@@ -581,11 +581,11 @@ impl Room {
             Written::No(error) => self.tell_failure(waiter, error),
             Written::Unknown => {
                 self.unconfirmed = Some(change);
-                self.tell_failure(waiter, AppError::StorageUnavailable);
+                self.tell_failure(waiter, RoomError::StorageUnavailable);
             }
             Written::Lost => {
                 self.lose_game();
-                self.tell_failure(waiter, AppError::ShuttingDown);
+                self.tell_failure(waiter, RoomError::ShuttingDown);
             }
         }
     }
@@ -609,8 +609,8 @@ impl Room {
             Landing::Lost => self.lose_game(),
             Landing::Unknown => {
                 self.unconfirmed = Some(change);
-                self.refuse_waiting(AppError::StorageUnavailable);
-                self.pause_after_failure(&AppError::StorageUnavailable);
+                self.refuse_waiting(RoomError::StorageUnavailable);
+                self.pause_after_failure(&RoomError::StorageUnavailable);
             }
         }
     }
@@ -629,7 +629,7 @@ impl Room {
         if stop == Stop::LeaseLost {
             self.metrics.cluster_event("lease_lost");
         }
-        self.refuse_waiting(AppError::ShuttingDown);
+        self.refuse_waiting(RoomError::ShuttingDown);
         let closing = match stop {
             Stop::ShuttingDown => "the server is restarting",
             Stop::LeaseLost => "the game moved to another server; reconnect",
@@ -639,7 +639,7 @@ impl Room {
 
     /// Refuses every waiting request with `error`; a waiting bot answer is dropped (the
     /// bot thinks again once the room can write).
-    fn refuse_waiting(&mut self, error: AppError) {
+    fn refuse_waiting(&mut self, error: RoomError) {
         for work in std::mem::take(&mut self.waiting) {
             if let Work::Request(_, reply) = work {
                 reply.send(Err(error.clone()));
@@ -679,7 +679,7 @@ impl Room {
         self.retry_at.is_some_and(|retry| Instant::now() < retry)
     }
 
-    fn pause_after_failure(&mut self, error: &AppError) {
+    fn pause_after_failure(&mut self, error: &RoomError) {
         tracing::warn!(%error, "an unrequested change failed; retrying shortly");
         self.retry_at = Some(Instant::now() + RETRY_PAUSE);
     }
@@ -747,9 +747,9 @@ impl Room {
 
     /// Tells who waited that nothing changed; a change nobody asked for is tried again
     /// after a pause.
-    fn tell_failure(&mut self, waiter: Waiter, error: AppError) {
+    fn tell_failure(&mut self, waiter: Waiter, error: RoomError) {
         match waiter {
-            Waiter::Nobody if error == AppError::ShuttingDown => {}
+            Waiter::Nobody if error == RoomError::ShuttingDown => {}
             Waiter::Nobody => self.pause_after_failure(&error),
             Waiter::Joined { reply, .. }
             | Waiter::Seat { reply, .. }

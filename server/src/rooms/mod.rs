@@ -8,6 +8,7 @@
 pub mod actor;
 pub mod clocks;
 pub mod contract;
+pub mod error;
 pub mod frames;
 pub mod machine;
 pub mod moves;
@@ -20,7 +21,7 @@ pub mod tenure;
 pub mod view;
 pub mod writes;
 
-use crate::error::AppError;
+use crate::rooms::error::RoomError;
 use carcassonne_bots::BotLevel;
 pub use contract::{Answer, Expected, JoinedSeat, Request};
 pub use outgoing::{Outgoing, Text};
@@ -31,7 +32,7 @@ use uuid::Uuid;
 
 /// Where a request's answer goes: nowhere for a request that was told, not asked.
 #[derive(Debug)]
-pub struct Reply(Option<oneshot::Sender<Result<Answer, AppError>>>);
+pub struct Reply(Option<oneshot::Sender<Result<Answer, RoomError>>>);
 
 impl Reply {
     /// A reply nobody waits for.
@@ -46,7 +47,7 @@ impl Reply {
 
     /// Gives the asker its answer (or refusal); an asker that stopped waiting no longer
     /// cares.
-    pub fn send(self, outcome: Result<Answer, AppError>) {
+    pub fn send(self, outcome: Result<Answer, RoomError>) {
         if let Some(sender) = self.0 {
             let _ = sender.send(outcome);
         }
@@ -144,16 +145,16 @@ impl RoomHandle {
     }
 
     /// Sends a request and waits for its answer, of the kind the caller expects.
-    pub async fn ask<T: Expected>(&self, request: Request) -> Result<T, AppError> {
+    pub async fn ask<T: Expected>(&self, request: Request) -> Result<T, RoomError> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Mail::Request(request, Reply(Some(reply))))
             .await
-            .map_err(|_| AppError::ShuttingDown)?;
-        let answer = answer.await.map_err(|_| AppError::ShuttingDown)??;
+            .map_err(|_| RoomError::ShuttingDown)?;
+        let answer = answer.await.map_err(|_| RoomError::ShuttingDown)??;
         T::from_answer(answer).ok_or_else(|| {
             tracing::error!("a room answered a request with the wrong kind of answer");
-            AppError::Internal
+            RoomError::Internal
         })
     }
 
@@ -165,8 +166,8 @@ impl RoomHandle {
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
-    ) -> Result<Connected, AppError> {
-        let updates = self.updates.upgrade().ok_or(AppError::ShuttingDown)?;
+    ) -> Result<Connected, RoomError> {
+        let updates = self.updates.upgrade().ok_or(RoomError::ShuttingDown)?;
         let updates = updates.subscribe();
         let request = Request::Connect {
             token_hash,
@@ -181,7 +182,7 @@ impl RoomHandle {
             }),
             _ => {
                 tracing::error!("a room answered a hello with the wrong kind of answer");
-                Err(AppError::Internal)
+                Err(RoomError::Internal)
             }
         }
     }

@@ -7,6 +7,7 @@
 //! taken or reclaimed, which the owner made and must hand to the node the player asked.
 
 use crate::error::AppError;
+use crate::rooms::error::RoomError;
 use crate::rooms::{Answer, Outgoing, Request, Text};
 use async_nats::HeaderMap;
 use axum::body::Bytes;
@@ -49,24 +50,27 @@ pub struct Refusal {
     pub status: u16,
 }
 
-impl From<Result<Answer, AppError>> for FromOwner {
-    fn from(outcome: Result<Answer, AppError>) -> FromOwner {
+impl From<Result<Answer, RoomError>> for FromOwner {
+    fn from(outcome: Result<Answer, RoomError>) -> FromOwner {
         match outcome {
             Ok(answer) => FromOwner::Answer(Box::new(answer)),
-            Err(error) => FromOwner::Refused(Refusal {
-                code: error.code().to_owned(),
-                message: error.to_string(),
-                status: error.status().as_u16(),
-            }),
+            Err(refusal) => {
+                let error = AppError::Room(refusal);
+                FromOwner::Refused(Refusal {
+                    code: error.code().to_owned(),
+                    message: error.to_string(),
+                    status: error.status().as_u16(),
+                })
+            }
         }
     }
 }
 
-impl From<FromOwner> for Result<Answer, AppError> {
-    fn from(reply: FromOwner) -> Result<Answer, AppError> {
+impl From<FromOwner> for Result<Answer, RoomError> {
+    fn from(reply: FromOwner) -> Result<Answer, RoomError> {
         match reply {
             FromOwner::Answer(answer) => Ok(*answer),
-            FromOwner::Refused(refusal) => Err(AppError::Relayed {
+            FromOwner::Refused(refusal) => Err(RoomError::Relayed {
                 code: refusal.code,
                 message: refusal.message,
                 status: refusal.status,
@@ -257,21 +261,22 @@ mod tests {
         let text = serde_json::to_string(&answer).unwrap();
         assert_eq!(text.matches("presence").count(), 1, "{text}");
         let reply: FromOwner = serde_json::from_str(&text).unwrap();
-        let updates = Result::<Answer, AppError>::from(reply).unwrap();
+        let updates = Result::<Answer, RoomError>::from(reply).unwrap();
         let back = Vec::<Arc<Outgoing>>::from_answer(updates).unwrap();
         assert_eq!(back[0].for_mover, back[0].for_others);
     }
 
     #[test]
     fn a_refusal_reaches_the_client_as_the_owner_gave_it() {
-        let error = AppError::StaleSeq {
+        let error = RoomError::StaleSeq {
             expected: 3,
             current: 5,
         };
         let text = serde_json::to_string(&FromOwner::from(Err(error.clone()))).unwrap();
         assert!(text.starts_with(r#"{"type":"refused","#), "{text}");
         let reply: FromOwner = serde_json::from_str(&text).unwrap();
-        let relayed = Result::<Answer, AppError>::from(reply).unwrap_err();
+        let relayed = Result::<Answer, RoomError>::from(reply).unwrap_err();
+        let (relayed, error) = (AppError::Room(relayed), AppError::Room(error));
         assert_eq!(relayed.code(), "stale_seq");
         assert_eq!(relayed.status(), error.status());
         assert_eq!(relayed.to_string(), error.to_string());

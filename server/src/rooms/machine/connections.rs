@@ -11,10 +11,10 @@ impl RoomMachine {
         invite_code: Option<&str>,
         last_seq: Option<u64>,
         now: Millis,
-    ) -> Result<Joined, AppError> {
+    ) -> Result<Joined, RoomError> {
         let seat = match token_hash {
-            Some(hash) => Some(self.seat_of(hash).ok_or(AppError::BadToken)?.seat),
-            None if !self.invite_code_fits(invite_code) => return Err(AppError::PrivateGame),
+            Some(hash) => Some(self.seat_of(hash).ok_or(RoomError::BadToken)?.seat),
+            None if !self.invite_code_fits(invite_code) => return Err(RoomError::PrivateGame),
             None => None,
         };
         // Count the connection first, so that its own seat is among the connected ones in

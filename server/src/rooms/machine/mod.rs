@@ -12,8 +12,8 @@
 //! a database.
 
 use crate::auth::{Token, invite_code_matches};
-use crate::error::AppError;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
+use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
 use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent};
 use crate::rooms::names::name_key;
@@ -337,20 +337,20 @@ impl RoomMachine {
         self.seats.iter().find(|row| row.seat == seat)
     }
 
-    fn require_open(&self) -> Result<(), AppError> {
+    fn require_open(&self) -> Result<(), RoomError> {
         match self.lobby.status {
             LobbyStatus::Open => Ok(()),
-            LobbyStatus::Playing => Err(AppError::LobbyNotOpen("playing")),
-            LobbyStatus::Finished => Err(AppError::LobbyNotOpen("finished")),
-            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
+            LobbyStatus::Playing => Err(RoomError::LobbyNotOpen("playing")),
+            LobbyStatus::Finished => Err(RoomError::LobbyNotOpen("finished")),
+            LobbyStatus::Cancelled => Err(RoomError::LobbyNotOpen("cancelled")),
         }
     }
 
-    fn require_creator(&self, token_hash: &str) -> Result<(), AppError> {
+    fn require_creator(&self, token_hash: &str) -> Result<(), RoomError> {
         match self.seat_of(token_hash) {
             Some(seat) if seat.creator => Ok(()),
-            Some(_) => Err(AppError::NotCreator),
-            None => Err(AppError::BadToken),
+            Some(_) => Err(RoomError::NotCreator),
+            None => Err(RoomError::BadToken),
         }
     }
 
@@ -371,13 +371,13 @@ impl RoomMachine {
         player_id: Option<uuid::Uuid>,
         invite_code: Option<&str>,
         now: Millis,
-    ) -> Result<(Change, Token), AppError> {
+    ) -> Result<(Change, Token), RoomError> {
         self.require_open()?;
         if !self.invite_code_fits(invite_code) {
-            return Err(AppError::BadInviteCode);
+            return Err(RoomError::BadInviteCode);
         }
         if player_id.is_some() && self.seats.iter().any(|seat| seat.player_id == player_id) {
-            return Err(AppError::AlreadySeated(
+            return Err(RoomError::AlreadySeated(
                 "this player already has a seat here",
             ));
         }
@@ -393,7 +393,7 @@ impl RoomMachine {
         level: BotLevel,
         name: Option<String>,
         now: Millis,
-    ) -> Result<Change, AppError> {
+    ) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
         let free = self.free_seat()?;
@@ -404,19 +404,19 @@ impl RoomMachine {
     }
 
     /// The creator frees a seat a bot holds.
-    pub fn remove_bot(&self, token_hash: &str, seat: u8) -> Result<Change, AppError> {
+    pub fn remove_bot(&self, token_hash: &str, seat: u8) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
         match self.seat_row(seat) {
             Some(row) if row.bot.is_some() => Ok(Change::SeatFreed(seat)),
-            _ => Err(AppError::NotABot(seat)),
+            _ => Err(RoomError::NotABot(seat)),
         }
     }
 
-    fn free_seat(&self) -> Result<u8, AppError> {
+    fn free_seat(&self) -> Result<u8, RoomError> {
         (0..self.lobby.seat_count)
             .find(|number| self.seats.iter().all(|seat| seat.seat != *number))
-            .ok_or(AppError::LobbyFull)
+            .ok_or(RoomError::LobbyFull)
     }
 
     fn new_seat(
@@ -426,11 +426,11 @@ impl RoomMachine {
         token_hash: String,
         bot: Option<BotLevel>,
         now: Millis,
-    ) -> Result<SeatRow, AppError> {
+    ) -> Result<SeatRow, RoomError> {
         let seat = self.free_seat()?;
         let key = name_key(&name);
         if self.seats.iter().any(|s| name_key(&s.display_name) == key) {
-            return Err(AppError::AlreadySeated("that name is taken in this lobby"));
+            return Err(RoomError::AlreadySeated("that name is taken in this lobby"));
         }
         Ok(SeatRow {
             seat,
@@ -445,9 +445,9 @@ impl RoomMachine {
         })
     }
 
-    pub fn leave(&self, token_hash: &str) -> Result<Change, AppError> {
+    pub fn leave(&self, token_hash: &str) -> Result<Change, RoomError> {
         self.require_open()?;
-        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+        let seat = self.seat_of(token_hash).ok_or(RoomError::BadToken)?;
         if seat.creator {
             // A lobby without its creator could never start: leaving cancels it.
             return Ok(Change::Cancelled(CancelReason::Creator));
@@ -455,7 +455,7 @@ impl RoomMachine {
         Ok(Change::SeatFreed(seat.seat))
     }
 
-    pub fn cancel(&self, token_hash: &str) -> Result<Change, AppError> {
+    pub fn cancel(&self, token_hash: &str) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
         Ok(Change::Cancelled(CancelReason::Creator))
@@ -468,11 +468,11 @@ impl RoomMachine {
         token_hash: &str,
         start: StartDraw,
         now: Millis,
-    ) -> Result<Change, AppError> {
+    ) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
         if self.seats.len() < 2 {
-            return Err(AppError::NotEnoughPlayers);
+            return Err(RoomError::NotEnoughPlayers);
         }
         let randomized = start.order.is_some();
         let mut seats: Vec<SeatRow> = match &start.order {
@@ -483,7 +483,7 @@ impl RoomMachine {
             None => self.seats.clone(),
         };
         if seats.len() != self.seats.len() {
-            return Err(AppError::Internal);
+            return Err(RoomError::Internal);
         }
         let previous_seats: Vec<u8> = seats.iter().map(|seat| seat.seat).collect();
         for (number, seat) in seats.iter_mut().enumerate() {
@@ -495,7 +495,7 @@ impl RoomMachine {
             (LobbyStatus::Playing, Some(start.seed), Some(now));
         let (game, opening) = game_for(&lobby, seats.len()).map_err(|error| {
             tracing::error!(%error, "cannot set up a game");
-            AppError::Internal
+            RoomError::Internal
         })?;
         Ok(Change::Started {
             lobby,
@@ -517,38 +517,38 @@ impl RoomMachine {
         expected_seq: u64,
         mv: Move,
         now: Millis,
-    ) -> Result<Decision, AppError> {
-        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+    ) -> Result<Decision, RoomError> {
+        let seat = self.seat_of(token_hash).ok_or(RoomError::BadToken)?;
         if let Some(&seq) = self.accepted.get(&(seat.seat, id.clone())) {
             return Ok(Decision::Repeat(seq));
         }
         let game = self.playable_game()?;
         match seat.control {
             SeatControl::Human => {}
-            SeatControl::Abandoned => return Err(AppError::SeatAbandoned),
-            SeatControl::Resigned => return Err(AppError::Resigned),
+            SeatControl::Abandoned => return Err(RoomError::SeatAbandoned),
+            SeatControl::Resigned => return Err(RoomError::Resigned),
         }
         if expected_seq != self.seq() {
-            return Err(AppError::StaleSeq {
+            return Err(RoomError::StaleSeq {
                 expected: expected_seq,
                 current: self.seq(),
             });
         }
         match game.current_player() {
-            Some(current) if current != seat.seat => return Err(AppError::NotYourTurn(current)),
+            Some(current) if current != seat.seat => return Err(RoomError::NotYourTurn(current)),
             _ => {}
         }
         if self.clocks.as_ref().is_some_and(Clocks::turn_timed_out) {
-            return Err(AppError::TurnTimedOut);
+            return Err(RoomError::TurnTimedOut);
         }
         let change = self.move_change(seat.seat, id, mv, MoveOrigin::Player, now)?;
         Ok(Decision::Commit(Box::new(change)))
     }
 
     /// A bot's answer to `job`; stale when anything changed since the job was given.
-    pub fn bot_move(&self, job: &BotJob, mv: Move, now: Millis) -> Result<Change, AppError> {
+    pub fn bot_move(&self, job: &BotJob, mv: Move, now: Millis) -> Result<Change, RoomError> {
         if job.seq != self.seq() {
-            return Err(AppError::StaleSeq {
+            return Err(RoomError::StaleSeq {
                 expected: job.seq,
                 current: self.seq(),
             });
@@ -567,7 +567,7 @@ impl RoomMachine {
         mv: Move,
         origin: MoveOrigin,
         now: Millis,
-    ) -> Result<Change, AppError> {
+    ) -> Result<Change, RoomError> {
         let game = self.playable_game()?;
         // Checked, not played: a refused move changes nothing, and an accepted one is
         // played on the room's game only once written, so no move clones the game.
@@ -588,7 +588,7 @@ impl RoomMachine {
     }
 
     /// Plays a game's last move on a copy of the game, for the result its write carries.
-    fn last_move(&self, game: &Game, row: &MoveRow, now: Millis) -> Result<LastMove, AppError> {
+    fn last_move(&self, game: &Game, row: &MoveRow, now: Millis) -> Result<LastMove, RoomError> {
         let mut game = game.clone();
         let events = game.play(row.mv)?;
         let result = self.finished_match(&game, &self.seats, Some(row), &events, now);
@@ -599,46 +599,46 @@ impl RoomMachine {
         })
     }
 
-    fn playable_game(&self) -> Result<&Game, AppError> {
+    fn playable_game(&self) -> Result<&Game, RoomError> {
         match self.lobby.status {
-            LobbyStatus::Open => Err(AppError::GameNotStarted),
-            LobbyStatus::Finished => Err(AppError::GameOver),
-            LobbyStatus::Cancelled => Err(AppError::LobbyNotOpen("cancelled")),
-            LobbyStatus::Playing => self.game.as_ref().ok_or(AppError::Internal),
+            LobbyStatus::Open => Err(RoomError::GameNotStarted),
+            LobbyStatus::Finished => Err(RoomError::GameOver),
+            LobbyStatus::Cancelled => Err(RoomError::LobbyNotOpen("cancelled")),
+            LobbyStatus::Playing => self.game.as_ref().ok_or(RoomError::Internal),
         }
     }
 
     /// A player resigns: a bot plays the seat to the end, and it cannot win. When no
     /// seat is left to a human, the game ends at once as abandoned.
-    pub fn resign(&self, token_hash: &str, now: Millis) -> Result<Change, AppError> {
-        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+    pub fn resign(&self, token_hash: &str, now: Millis) -> Result<Change, RoomError> {
+        let seat = self.seat_of(token_hash).ok_or(RoomError::BadToken)?;
         self.playable_game()?;
         if seat.control == SeatControl::Resigned {
-            return Err(AppError::Resigned);
+            return Err(RoomError::Resigned);
         }
         Ok(self.seat_change(seat, SeatControl::Resigned, SeatChange::Resigned, now))
     }
 
     /// A player aborts the game while some seat has not yet placed a tile.
-    pub fn abort(&self, token_hash: &str) -> Result<Change, AppError> {
-        let seat = self.seat_of(token_hash).ok_or(AppError::BadToken)?;
+    pub fn abort(&self, token_hash: &str) -> Result<Change, RoomError> {
+        let seat = self.seat_of(token_hash).ok_or(RoomError::BadToken)?;
         let game = self.playable_game()?;
         if game.tiles_placed() >= u32::from(game.players()) {
-            return Err(AppError::TooLateToAbort);
+            return Err(RoomError::TooLateToAbort);
         }
         Ok(Change::Cancelled(CancelReason::Aborted { seat: seat.seat }))
     }
 
     /// A registered player recovers their seat with a new token; an abandoned seat is
     /// taken back at the same time.
-    pub fn reclaim(&self, player_id: uuid::Uuid) -> Result<(Change, Token), AppError> {
+    pub fn reclaim(&self, player_id: uuid::Uuid) -> Result<(Change, Token), RoomError> {
         let seat = self
             .seats
             .iter()
             .find(|seat| seat.player_id == Some(player_id))
-            .ok_or(AppError::NotFound("this player holds no seat here"))?;
+            .ok_or(RoomError::NotFound("this player holds no seat here"))?;
         if self.ended {
-            return Err(AppError::GameOver);
+            return Err(RoomError::GameOver);
         }
         let token = Token::generate();
         let mut row = seat.clone();

@@ -58,7 +58,7 @@ fn draw() -> StartDraw {
 }
 
 /// Applies what `change` decides, as the shell does after a successful write.
-fn commit(machine: &mut RoomMachine, change: Result<Change, AppError>, now: Millis) {
+fn commit(machine: &mut RoomMachine, change: Result<Change, RoomError>, now: Millis) {
     machine.apply(change.expect("a change"), now);
 }
 
@@ -76,7 +76,7 @@ fn two_player_game(clock: TimeControl) -> RoomMachine {
 }
 
 /// Plays the seat to move's first legal move, as that player.
-fn play_first_legal(machine: &mut RoomMachine, now: Millis) -> Result<(), AppError> {
+fn play_first_legal(machine: &mut RoomMachine, now: Millis) -> Result<(), RoomError> {
     let seat = machine.game.as_ref().unwrap().current_player().unwrap();
     let hash = machine.seat_row(seat).unwrap().token_hash.clone();
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
@@ -139,7 +139,7 @@ fn only_the_creator_adds_bots_and_a_bot_seat_plays_itself() {
         T0,
     );
     let refused = machine.add_bot("someone", BotLevel::Random, None, T0);
-    assert_eq!(refused.unwrap_err(), AppError::BadToken);
+    assert_eq!(refused.unwrap_err(), RoomError::BadToken);
     let added = machine.add_bot(CREATOR, BotLevel::Random, None, T0);
     commit(&mut machine, added, T0);
     assert_eq!(machine.seats()[1].bot.as_deref(), Some("random"));
@@ -147,7 +147,7 @@ fn only_the_creator_adds_bots_and_a_bot_seat_plays_itself() {
         machine
             .add_bot(CREATOR, BotLevel::Greedy, None, T0)
             .unwrap_err(),
-        AppError::LobbyFull
+        RoomError::LobbyFull
     );
     let start = machine.start(CREATOR, draw(), T0);
     commit(&mut machine, start, T0);
@@ -172,7 +172,7 @@ fn a_turn_past_its_deadline_is_played_by_a_bot_and_the_player_is_refused() {
     assert!(machine.time_out(T0 + 3_000));
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
     let refused = machine.command(CREATOR, "late".into(), machine.seq(), mv, T0 + 3_001);
-    assert_eq!(refused.unwrap_err(), AppError::TurnTimedOut);
+    assert_eq!(refused.unwrap_err(), RoomError::TurnTimedOut);
     let job = machine.bot_job().unwrap();
     assert_eq!((job.seat, job.origin), (0, MoveOrigin::Timeout));
     let first = {
@@ -220,7 +220,7 @@ fn three_timeouts_in_a_row_abandon_the_seat_until_its_owner_says_hello() {
     assert_eq!(machine.bot_job().unwrap().origin, MoveOrigin::Bot);
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
     let refused = machine.command(CREATOR, "x".into(), machine.seq(), mv, now);
-    assert_eq!(refused.unwrap_err(), AppError::SeatAbandoned);
+    assert_eq!(refused.unwrap_err(), RoomError::SeatAbandoned);
     // The owner's hello is answered at once; taking the seat back is a due change.
     machine.connect(Some(CREATOR), None, None, now).unwrap();
     let back = machine.due_change(now).expect("taken back");
@@ -242,7 +242,7 @@ fn a_resigned_seat_is_played_by_a_bot_and_the_last_resignation_ends_the_game() {
         panic!("one resignation does not end a game with another human: {resign:?}");
     };
     commit(&mut machine, resign, T0 + 5);
-    assert_eq!(machine.resign(GUEST, T0).unwrap_err(), AppError::Resigned);
+    assert_eq!(machine.resign(GUEST, T0).unwrap_err(), RoomError::Resigned);
     play_first_legal(&mut machine, T0 + 6).unwrap();
     play_first_legal(&mut machine, T0 + 7).unwrap();
     let job = play_bot_job(&mut machine, T0 + 8);
@@ -279,7 +279,7 @@ fn a_game_can_be_aborted_only_until_every_seat_has_placed_a_tile() {
     play_first_legal(&mut machine, T0).unwrap();
     assert_eq!(
         machine.abort(CREATOR).unwrap_err(),
-        AppError::TooLateToAbort
+        RoomError::TooLateToAbort
     );
 }
 
@@ -295,7 +295,7 @@ fn a_bot_answer_to_an_older_state_is_stale() {
     let mv = job.view.game().legal_moves()[0];
     assert!(matches!(
         machine.bot_move(&job, mv, T0),
-        Err(AppError::StaleSeq { .. })
+        Err(RoomError::StaleSeq { .. })
     ));
 }
 

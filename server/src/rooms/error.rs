@@ -1,0 +1,91 @@
+//! What a room refuses, and why. These are the domain's errors: the codes and HTTP
+//! statuses clients see for them are given in [`crate::error`], which wraps them, so that
+//! every client-facing code stays in one place.
+
+use carcassonne_core::PlayError;
+use carcassonne_store::StoreError;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoomError {
+    #[error("{0}")]
+    NotFound(&'static str),
+    #[error("the seat token is not valid for this game")]
+    BadToken,
+    #[error("only the lobby's creator may do this")]
+    NotCreator,
+    #[error("the invite code is missing or wrong")]
+    BadInviteCode,
+    #[error("every seat is taken")]
+    LobbyFull,
+    #[error("{0}")]
+    AlreadySeated(&'static str),
+    #[error("the lobby is {0}, not open")]
+    LobbyNotOpen(&'static str),
+    #[error("at least two seats must be taken to start")]
+    NotEnoughPlayers,
+    #[error("the game has not started")]
+    GameNotStarted,
+    #[error("the game is over")]
+    GameOver,
+    #[error("it is seat {0}'s turn")]
+    NotYourTurn(u8),
+    #[error(
+        "the command expects update {expected} but the game is at {current}; apply the missed updates and retry"
+    )]
+    StaleSeq { expected: u64, current: u64 },
+    #[error("{0}")]
+    IllegalMove(#[from] PlayError),
+    #[error("this turn ran out of time and is being played for the seat")]
+    TurnTimedOut,
+    #[error("the seat was abandoned after repeated timeouts; say hello again to take it back")]
+    SeatAbandoned,
+    #[error("the seat has resigned; a bot plays it to the end")]
+    Resigned,
+    #[error("every seat has placed a tile: the game can no longer be aborted (resign instead)")]
+    TooLateToAbort,
+    #[error("seat {0} is not held by a bot")]
+    NotABot(u8),
+    #[error("this game is private")]
+    PrivateGame,
+    /// Nothing was changed: the database did not answer.
+    #[error("the database is unavailable; nothing was changed, try again")]
+    StorageUnavailable,
+    /// The room is stopping here (a shutdown), or its game is decided by another node
+    /// now: the client reconnects and finds it.
+    #[error("the server is shutting down; reconnect shortly")]
+    ShuttingDown,
+    #[error("internal error")]
+    Internal,
+    /// A refusal another node's room gave (cluster mode), passed on as the client would
+    /// have had it from that node.
+    #[error("{message}")]
+    Relayed {
+        code: String,
+        message: String,
+        status: u16,
+    },
+}
+
+/// A storage failure as the room (and its client) may see it. The cause is logged here,
+/// where the error is converted (once: `?` converts it on its way out), and reaches the
+/// client only as a code.
+impl From<StoreError> for RoomError {
+    fn from(error: StoreError) -> RoomError {
+        match error {
+            StoreError::Unavailable(cause) | StoreError::Unreachable(cause) => {
+                tracing::warn!(%cause, "database unavailable");
+                RoomError::StorageUnavailable
+            }
+            StoreError::NotFound => RoomError::NotFound("no such record"),
+            // Another node decides the game now: the client tries again and finds it.
+            StoreError::NotOwner(cause) => {
+                tracing::info!(%cause, "refused: another node owns the game");
+                RoomError::ShuttingDown
+            }
+            other => {
+                tracing::error!(error = %other, "storage error");
+                RoomError::Internal
+            }
+        }
+    }
+}
