@@ -7,8 +7,9 @@
 
 use crate::admission::Refused;
 use crate::api::extract::{AppJson, AppPath, AppQuery};
+use crate::api::headers::{bearer_token, may_see_private};
 use crate::api::players::{Identity, resolve_identity};
-use crate::auth::{Token, bearer_token, invite_code, invite_code_hash, may_see_private};
+use crate::auth::{Token, invite_code, invite_code_hash};
 use crate::clock::now_millis;
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::actor::Room;

@@ -2,6 +2,7 @@
 
 pub mod events;
 pub mod extract;
+pub mod headers;
 pub mod lobbies;
 pub mod matches;
 pub mod players;

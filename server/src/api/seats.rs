@@ -5,9 +5,9 @@
 //! committed, then broadcast to the WebSocket clients as an update.
 
 use crate::api::extract::{AppJson, AppPath};
+use crate::api::headers::bearer_token;
 use crate::api::lobbies::{LobbyView, SeatGranted, current_view, live_room};
 use crate::api::players::verify_player;
-use crate::auth::bearer_token;
 use crate::error::{AppError, ErrorResponse};
 use crate::rooms::{JoinedSeat, Request};
 use crate::state::AppState;

@@ -1,5 +1,5 @@
 //! What a room refuses, and why. These are the domain's errors: the codes and HTTP
-//! statuses clients see for them are given in [`crate::error`], which wraps them, so that
+//! statuses clients see for them are given in the service's error module, which wraps them, so that
 //! every client-facing code stays in one place.
 
 use carcassonne_core::PlayError;
