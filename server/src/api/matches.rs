@@ -2,9 +2,9 @@
 
 use crate::api::extract::{AppPath, AppQuery};
 use crate::api::lobbies::{in_range, require_private_access};
-use crate::api::schemas::GameRecordSchema;
 use crate::clock::{parse_rfc3339, rfc3339};
 use crate::error::{AppError, ErrorResponse};
+use crate::rooms::outcome::MatchRecord;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
@@ -234,7 +234,7 @@ pub async fn show_match(
     params(("id" = Uuid, Path, description = "match id"),
         ("x-invite-code" = Option<String>, Header, description = "a private game's invite code")),
     security((), ("seat_token" = [])),
-    responses((status = 200, body = GameRecordSchema, description = "The game record of notation.md; `carcassonne-server replay` verifies it"),
+    responses((status = 200, body = MatchRecord, description = "The game record of notation.md; `carcassonne-server replay` verifies it"),
         (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
         (status = 403, body = ErrorResponse, description = "`private_game`: a private game, without its invite code or a seat token"),
         (status = 404, body = ErrorResponse, description = "`not_found`: no finished match with this id")))]

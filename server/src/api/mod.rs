@@ -7,7 +7,6 @@ pub mod lobbies;
 pub mod matches;
 pub mod players;
 pub mod protocol_schema;
-pub mod schemas;
 pub mod seats;
 pub mod system;
 pub mod tiles;

@@ -8,13 +8,16 @@
 
 use crate::clock::rfc3339;
 use crate::rooms::view::deck_proof;
+use carcassonne_core::Rules;
 use carcassonne_core::deck::shuffled_stack;
-use carcassonne_core::record::{Action, GameRecord, TurnRecord};
+use carcassonne_core::record::{Action, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, TileId};
 use carcassonne_store::{
     FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
 };
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 /// Everything a finished match is built from.
 pub struct MatchBuilder<'a> {
@@ -78,29 +81,61 @@ impl MatchBuilder<'_> {
             .filter_map(|(pair, placed)| turn_record(pair, placed.tile))
             .collect();
         let seed = self.lobby.seed.unwrap_or_default();
-        let mut extra = serde_json::Map::new();
-        extra.insert("id".into(), json!(self.lobby.id));
-        extra.insert("name".into(), json!(self.lobby.name));
-        extra.insert("seed".into(), json!(seed));
         // The reveal: the seed and the salt of the commitment published at the start.
-        if let Some(proof) = deck_proof(self.lobby) {
-            proof.write_to(&mut extra);
-        }
-        let names: Vec<&String> = self.seats.iter().map(|s| &s.display_name).collect();
-        extra.insert("seats".into(), json!(names));
-        extra.insert("status".into(), json!(self.status));
-        let started_at = self.lobby.started_at.map(rfc3339);
-        extra.insert("started_at".into(), json!(started_at));
-        extra.insert("finished_at".into(), json!(rfc3339(self.finished_at)));
-        let record = GameRecord {
+        let proof = deck_proof(self.lobby);
+        let record = MatchRecord {
             rules: self.game.rules().clone(),
             players: self.game.players(),
             draw_order: shuffled_stack(self.game.rules(), seed),
             turns,
-            extra,
+            id: self.lobby.id,
+            name: self.lobby.name.clone(),
+            seats: self.seats.iter().map(|s| s.display_name.clone()).collect(),
+            status: self.status,
+            started_at: self.lobby.started_at.map(rfc3339),
+            finished_at: rfc3339(self.finished_at),
+            seed,
+            deck_salt: proof.as_ref().map(|proof| hex::encode(proof.salt)),
+            deck_commitment: proof.as_ref().map(|proof| hex::encode(proof.commitment)),
         };
         serde_json::to_value(record).expect("records serialize")
     }
+}
+
+/// A finished game in the notation of `notation.md`, with the server's extras (`id`,
+/// `name`, `seats`, `status`, `started_at`, `finished_at`, and the deck's proof).
+// The engine's `GameRecord` (rules, players, draw order, turns) reads it back, with the
+// extras among its other fields, where `replay` finds the proof.
+#[derive(Serialize, ToSchema)]
+#[schema(as = GameRecordSchema)]
+pub struct MatchRecord {
+    rules: Rules,
+    players: u8,
+    /// The tiles drawn after the start tile, in order.
+    #[schema(value_type = Vec<String>)]
+    draw_order: Vec<TileId>,
+    /// One entry per placed tile.
+    turns: Vec<TurnRecord>,
+    id: uuid::Uuid,
+    name: String,
+    /// The players' display names, by seat.
+    seats: Vec<String>,
+    status: MatchStatus,
+    /// RFC 3339.
+    started_at: Option<String>,
+    /// RFC 3339.
+    finished_at: String,
+    /// The deck's 64-bit seed: with `deck_salt`, it hashes to `deck_commitment`, and it
+    /// shuffles to `draw_order` (`carcassonne-server replay` checks both).
+    seed: u64,
+    /// The commitment's 32-byte salt, as 64 lowercase hex digits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    deck_salt: Option<String>,
+    /// The SHA-256 published at the start of the game, as 64 lowercase hex digits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^[0-9a-f]{64}$")]
+    deck_commitment: Option<String>,
 }
 
 fn turn_record(pair: &[Move], tile: TileId) -> Option<TurnRecord> {
