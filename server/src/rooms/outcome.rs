@@ -7,10 +7,9 @@
 //! those that did not resign.
 
 use crate::clock::rfc3339;
-use crate::rooms::view::deck_proof;
 use carcassonne_core::Rules;
 use carcassonne_core::deck::shuffled_stack;
-use carcassonne_core::record::{Action, TurnRecord};
+use carcassonne_core::record::{Action, DeckProof, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, TileId};
 use carcassonne_store::{
     FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
@@ -136,6 +135,16 @@ pub struct MatchRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(pattern = "^[0-9a-f]{64}$")]
     deck_commitment: Option<String>,
+}
+
+/// The seed and salt of a started game, with their commitment; `None` for games started
+/// before decks were committed to.
+pub fn deck_proof(lobby: &LobbyRow) -> Option<DeckProof> {
+    let salt: [u8; 32] = hex::decode(lobby.deck_salt.as_deref()?)
+        .ok()?
+        .try_into()
+        .ok()?;
+    Some(DeckProof::new(lobby.seed?, salt))
 }
 
 fn turn_record(pair: &[Move], tile: TileId) -> Option<TurnRecord> {

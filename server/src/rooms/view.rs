@@ -7,8 +7,7 @@
 use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;
 use crate::rooms::moves::LegalMoves;
-use crate::rooms::outcome::Ending;
-use carcassonne_core::record::DeckProof;
+use crate::rooms::outcome::{Ending, deck_proof};
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
 use serde::{Deserialize, Serialize};
@@ -283,16 +282,6 @@ pub fn game_view(
         }),
         clock: clocks.and_then(|source| clock_view(game, source)),
     }
-}
-
-/// The seed and salt of a started game, with their commitment; `None` for games started
-/// before decks were committed to.
-pub fn deck_proof(lobby: &LobbyRow) -> Option<DeckProof> {
-    let salt: [u8; 32] = hex::decode(lobby.deck_salt.as_deref()?)
-        .ok()?
-        .try_into()
-        .ok()?;
-    Some(DeckProof::new(lobby.seed?, salt))
 }
 
 /// The moves open to the player to move, grouped for the wire.
