@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use carcassonne_server::wire::parse_client_message;
+use carcassonne_server::parse_client_message;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -22,7 +22,7 @@ mod rooms;
 mod state;
 mod tournament;
 mod web;
-pub mod wire;
+mod wire;
 mod ws;
 
 // What the binary (main.rs) uses; everything else is private to the library, so that
@@ -30,6 +30,8 @@ mod ws;
 pub use cluster::ClusterConfig;
 pub use config::{Config, Limits, default_bot_threads};
 pub use rooms::RoomSettings;
+/// The fuzz target reads arbitrary text as a client frame.
+pub use wire::parse_client_message;
 pub mod commands {
     //! The subcommands other than `serve`.
     pub use crate::healthcheck::check as healthcheck;
