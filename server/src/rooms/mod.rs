@@ -1,9 +1,10 @@
 //! Live lobbies and games: one actor task per room, reached through a [`RoomHandle`].
 //!
 //! A room is a lobby that becomes a game when it starts (same id). Its actor owns all of
-//! its state; everything else talks to it by message (an mpsc request with a oneshot
-//! reply) and listens to its broadcast of updates. One room's load or failure cannot
-//! touch another's: they share nothing but the database pool.
+//! its state; everything else talks to it by message (a [`Request`] of the room contract
+//! on an mpsc queue, with a oneshot for its [`Answer`] or [`error::RoomError`]) and
+//! listens to its broadcast of updates. One room's load or failure cannot touch
+//! another's: they share nothing but the database pool.
 
 pub mod actor;
 pub mod clocks;
