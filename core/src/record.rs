@@ -298,11 +298,18 @@ impl DeckProof {
     /// Writes `seed`, `deck_salt` and `deck_commitment` into a record's extra fields.
     pub fn write_to(&self, extra: &mut Map<String, Value>) {
         extra.insert("seed".into(), json!(self.seed));
-        extra.insert("deck_salt".into(), json!(hex::encode(self.salt)));
-        extra.insert(
-            "deck_commitment".into(),
-            json!(hex::encode(self.commitment)),
-        );
+        extra.insert("deck_salt".into(), json!(self.salt_hex()));
+        extra.insert("deck_commitment".into(), json!(self.commitment_hex()));
+    }
+
+    /// The salt as a record and a lobby write it: 64 lowercase hex digits.
+    pub fn salt_hex(&self) -> String {
+        hex::encode(self.salt)
+    }
+
+    /// The commitment as a record and a lobby write it: 64 lowercase hex digits.
+    pub fn commitment_hex(&self) -> String {
+        hex::encode(self.commitment)
     }
 
     /// Reads the proof from a record's extra fields: `None` without a

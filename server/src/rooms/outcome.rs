@@ -94,8 +94,8 @@ impl MatchBuilder<'_> {
             started_at: self.lobby.started_at.map(rfc3339),
             finished_at: rfc3339(self.finished_at),
             seed,
-            deck_salt: proof.as_ref().map(|proof| hex::encode(proof.salt)),
-            deck_commitment: proof.as_ref().map(|proof| hex::encode(proof.commitment)),
+            deck_salt: proof.as_ref().map(DeckProof::salt_hex),
+            deck_commitment: proof.as_ref().map(DeckProof::commitment_hex),
         };
         serde_json::to_value(record).expect("records serialize")
     }

@@ -8,6 +8,7 @@ use crate::clock::rfc3339;
 use crate::rooms::clocks::Clocks;
 use crate::rooms::moves::LegalMoves;
 use crate::rooms::outcome::{Ending, deck_proof};
+use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
 use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
 use serde::{Deserialize, Serialize};
@@ -212,7 +213,7 @@ pub fn public_state(
         time_control: lobby.clock,
         seat_count: lobby.seat_count,
         seats: seat_views(seats),
-        deck_commitment: deck_proof(lobby).map(|proof| hex::encode(proof.commitment)),
+        deck_commitment: deck_proof(lobby).as_ref().map(DeckProof::commitment_hex),
         game: game.map(|game| game_view(game, clocks, ending)),
     }
 }
