@@ -176,6 +176,16 @@ impl Expected for LobbyView {
     }
 }
 
+/// A hello's answer: the seat (none for a spectator) and what to send first.
+impl Expected for (Option<u8>, Vec<Arc<Outgoing>>) {
+    fn from_answer(answer: Answer) -> Option<(Option<u8>, Vec<Arc<Outgoing>>)> {
+        match answer {
+            Answer::Connected { seat, catch_up } => Some((seat, catch_up)),
+            _ => None,
+        }
+    }
+}
+
 /// A catch-up.
 impl Expected for Vec<Arc<Outgoing>> {
     fn from_answer(answer: Answer) -> Option<Vec<Arc<Outgoing>>> {

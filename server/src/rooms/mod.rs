@@ -175,17 +175,12 @@ impl RoomHandle {
             invite_code,
             last_seq,
         };
-        match self.ask(request).await? {
-            Answer::Connected { seat, catch_up } => Ok(Connected {
-                seat,
-                catch_up,
-                updates,
-            }),
-            _ => {
-                tracing::error!("a room answered a hello with the wrong kind of answer");
-                Err(RoomError::Internal)
-            }
-        }
+        let (seat, catch_up) = self.ask(request).await?;
+        Ok(Connected {
+            seat,
+            catch_up,
+            updates,
+        })
     }
 
     /// Waits until the room's actor has stopped.
