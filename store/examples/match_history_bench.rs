@@ -30,9 +30,10 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use carcassonne_core::{Expansion, Rules};
+use carcassonne_store::ratings::{Entrant, RatedMatch, RatedSeat, RatingPool, places_by_score};
 use carcassonne_store::{
-    Backend, FinishedMatch, MatchCursor, MatchFilter, MatchSeat, MatchStatus, Millis, PlayerRow,
-    Store,
+    Backend, FinishedMatch, LeaderboardCursor, MatchCursor, MatchFilter, MatchSeat, MatchStatus,
+    Millis, PlayerRow, Store,
 };
 use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
@@ -181,8 +182,29 @@ fn generate_match(random: &mut Random, players: &[PlayerRow]) -> FinishedMatch {
         finished_at,
         status: MatchStatus::Finished,
         tiles_placed: 71,
+        rating: rated_share(random, &seats),
         seats,
     }
+}
+
+/// Two matches in three are rated when no guest played them; places follow the scores.
+fn rated_share(random: &mut Random, seats: &[MatchSeat]) -> Option<RatedMatch> {
+    let players: Option<Vec<Uuid>> = seats.iter().map(|seat| seat.player_id).collect();
+    let players = players.filter(|_| random.chance(2.0 / 3.0))?;
+    let standing: Vec<(u8, u32)> = seats.iter().map(|seat| (seat.seat, seat.score)).collect();
+    let places = places_by_score(&standing, &[]);
+    Some(RatedMatch {
+        pool: RatingPool::for_players(seats.len() as u8),
+        seats: players
+            .into_iter()
+            .zip(places)
+            .map(|(id, (seat, place))| RatedSeat {
+                seat,
+                entrant: Entrant::Player(id),
+                place,
+            })
+            .collect(),
+    })
 }
 
 /// Each expansion on in a fixed share of matches: River 40%, Abbot 30%, Inns &
@@ -451,6 +473,22 @@ fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
             name: "match_detail",
             list: None,
         },
+        Case {
+            name: "leaderboard (multiplayer): first page",
+            list: None,
+        },
+        Case {
+            name: "leaderboard (multiplayer): page after rank 1000",
+            list: None,
+        },
+        Case {
+            name: "player_ratings (busiest)",
+            list: None,
+        },
+        Case {
+            name: "rating_history (busiest, multiplayer)",
+            list: None,
+        },
     ];
     (cases, busiest, keys.matches[keys.matches.len() / 3].1)
 }
@@ -515,14 +553,56 @@ async fn time_case(store: &Store, case: &Case, runs: usize, player: Uuid, id: Uu
             })
             .await
         }
-        (None, _) => {
+        (None, "match_detail") => {
             time(runs, || async {
                 let detail = store.match_detail(id).await.expect("detail");
                 detail.map_or(0, |detail| detail.summary.seats.len())
             })
             .await
         }
+        (None, "leaderboard (multiplayer): first page") => {
+            time(runs, || async { leaderboard_page(store, None).await }).await
+        }
+        (None, "leaderboard (multiplayer): page after rank 1000") => {
+            let cursor = leaderboard_cursor_at(store, 1_000).await;
+            time(runs, || async { leaderboard_page(store, cursor).await }).await
+        }
+        (None, "player_ratings (busiest)") => {
+            time(runs, || async {
+                store.player_ratings(player).await.expect("ratings").len()
+            })
+            .await
+        }
+        (None, _) => {
+            time(runs, || async {
+                let history = store.rating_history(player, RatingPool::Multiplayer, None, PAGE);
+                history.await.expect("rating history").len()
+            })
+            .await
+        }
     }
+}
+
+async fn leaderboard_page(store: &Store, after: Option<LeaderboardCursor>) -> usize {
+    let page = store.leaderboard(RatingPool::Multiplayer, after, PAGE);
+    page.await.expect("leaderboard").len()
+}
+
+/// The cursor after the `rank`th ranked player (or the last, on a shorter board).
+async fn leaderboard_cursor_at(store: &Store, rank: usize) -> Option<LeaderboardCursor> {
+    let mut after = None;
+    let mut passed = 0;
+    while passed < rank {
+        let page = store.leaderboard(RatingPool::Multiplayer, after, 200);
+        let page = page.await.expect("leaderboard");
+        let Some(last) = page.last() else { break };
+        after = Some(LeaderboardCursor {
+            rating: last.rating,
+            player_id: last.player_id,
+        });
+        passed += page.len();
+    }
+    after
 }
 
 /// A database of one backend for the benchmark, removed by `remove`.

@@ -54,6 +54,7 @@ mod match_query;
 mod options;
 mod postgres;
 mod queries;
+pub mod ratings;
 mod records;
 mod schema;
 mod sqlite;
@@ -62,13 +63,15 @@ use uuid::Uuid;
 
 use group_commit::MoveWriter;
 use queries::SqlStore;
+use ratings::{RatingChange, RatingPool};
 
 pub use leases::LeaseHolder;
 pub use options::StoreOptions;
 pub use records::{
-    FinishedMatch, GameLog, LiveGame, LobbyRow, LobbyStatus, MatchCursor, MatchDetail, MatchFilter,
-    MatchPage, MatchSeat, MatchStatus, MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRow,
-    PlayerStats, SeatControl, SeatRow, StoredAt, TimeControl,
+    FinishedMatch, GameLog, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus,
+    MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchSeat, MatchStatus, MatchSummary, Millis,
+    MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, RatedMatchEntry, RatingsRebuilt,
+    SeatControl, SeatRow, StoredAt, TimeControl,
 };
 
 use std::pin::Pin;
@@ -811,7 +814,54 @@ impl Store {
     pub async fn import_matches(&self, matches: &[FinishedMatch]) -> Result<(), StoreError> {
         on_backend!(self, "import_matches", db => db.import_matches(matches))
     }
+
+    /// Recomputes every player's rating from the rated matches, in the order they were
+    /// rated, from what each stored of its inputs (pool, places, bots' fixed ratings); the
+    /// numbers equal those the matches left as they were played. One transaction, which
+    /// holds the rating ledger: matches that end meanwhile are rated after it. Not bounded
+    /// by the operation timeout: an operator's command, it takes as long as the history.
+    pub async fn rebuild_ratings(&self) -> Result<RatingsRebuilt, StoreError> {
+        each_backend!(&self.backend, db => db.rebuild_ratings().await)
+    }
+
+    /// A page of at most `limit` (1 to [`MAX_LEADERBOARD_PAGE`]) of a pool's ranked
+    /// players, best first, after the cursor's entry. Provisional players are left out.
+    pub async fn leaderboard(
+        &self,
+        pool: RatingPool,
+        after: Option<LeaderboardCursor>,
+        limit: u32,
+    ) -> Result<Vec<LeaderboardEntry>, StoreError> {
+        let limit = limit.clamp(1, MAX_LEADERBOARD_PAGE);
+        on_backend!(self, "leaderboard", db => db.leaderboard(pool, after, limit))
+    }
+
+    /// A player's rating in each pool they have played rated games in.
+    pub async fn player_ratings(&self, id: Uuid) -> Result<Vec<PlayerRating>, StoreError> {
+        on_backend!(self, "player_ratings", db => db.player_ratings(id))
+    }
+
+    /// At most `limit` (1 to [`MAX_LEADERBOARD_PAGE`]) of a player's rated matches in a
+    /// pool, newest first, rated before ledger number `before`.
+    pub async fn rating_history(
+        &self,
+        id: Uuid,
+        pool: RatingPool,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RatedMatchEntry>, StoreError> {
+        let limit = limit.clamp(1, MAX_LEADERBOARD_PAGE);
+        on_backend!(self, "rating_history", db => db.rating_history(id, pool, before, limit))
+    }
+
+    /// The rating changes of a match, by seat; empty for an unrated one.
+    pub async fn match_ratings(&self, id: Uuid) -> Result<Vec<RatingChange>, StoreError> {
+        on_backend!(self, "match_ratings", db => db.match_ratings(id))
+    }
 }
 
 /// The most matches one call to [`Store::matches`] returns.
 pub const MAX_MATCH_PAGE: u32 = 200;
+
+/// The most entries one call to [`Store::leaderboard`] or [`Store::rating_history`] returns.
+pub const MAX_LEADERBOARD_PAGE: u32 = 200;

@@ -5,6 +5,7 @@
 //! callers name them `carcassonne_store::LobbyRow` and so on. How each is written and read
 //! is the business of `queries/`, and how its values fit the columns of `convert`.
 
+use crate::ratings::{RatedMatch, Rating, RatingChange, RatingPool};
 use carcassonne_core::{Expansion, Move, Rules};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -127,6 +128,8 @@ pub struct LobbyRow {
     pub created_at: Millis,
     pub started_at: Option<Millis>,
     pub finished_at: Option<Millis>,
+    /// Whether the game, when it ends, changes its players' ratings (chosen at creation).
+    pub rated: bool,
 }
 
 /// A taken seat.
@@ -229,6 +232,8 @@ pub struct FinishedMatch {
     pub breakdown: serde_json::Value,
     /// The game record of `notation.md`, as JSON.
     pub record: serde_json::Value,
+    /// What the match does to its players' ratings; `None` for an unrated match.
+    pub rating: Option<RatedMatch>,
 }
 
 /// A finished match as lists show it.
@@ -295,4 +300,59 @@ pub struct PlayerStats {
     pub wins: u64,
     /// Mean final score over the player's matches; 0 with no matches.
     pub average_score: f64,
+}
+
+/// Where the next page of a leaderboard starts: the last entry's rating and player.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LeaderboardCursor {
+    pub rating: f64,
+    pub player_id: Uuid,
+}
+
+/// A ranked player of a pool's leaderboard.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct LeaderboardEntry {
+    pub player_id: Uuid,
+    pub display_name: String,
+    /// The conservative estimate `mu - 3 sigma` the board is ordered by.
+    pub rating: f64,
+    /// The Weng-Lin estimate and its uncertainty.
+    pub skill: Rating,
+    /// Rated games finished in the pool.
+    pub games: u32,
+}
+
+/// A player's rating in one pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct PlayerRating {
+    pub pool: RatingPool,
+    /// The conservative estimate `mu - 3 sigma`.
+    pub rating: f64,
+    pub skill: Rating,
+    pub games: u32,
+    /// Fewer rated games in the pool than the leaderboard needs to rank the player.
+    pub provisional: bool,
+    /// When the player's last rated match in the pool ended, in Unix milliseconds.
+    pub updated_at: Millis,
+}
+
+/// A rated match in a player's rating history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatedMatchEntry {
+    pub match_id: Uuid,
+    /// The match's number in the rating ledger: the history pages on it.
+    pub rating_seq: i64,
+    pub finished_at: Millis,
+    pub change: RatingChange,
+}
+
+/// What a rebuild of the ratings went through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RatingsRebuilt {
+    /// Rated matches replayed.
+    pub matches: u64,
+    /// Player ratings written (one per player and pool).
+    pub ratings: u64,
 }

@@ -82,6 +82,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0008_update_events.sql"),
         sqlite: include_str!("../../migrations/sqlite/0008_update_events.sql"),
     },
+    EmbeddedMigration {
+        version: 9,
+        description: "ratings",
+        postgres: include_str!("../../migrations/postgres/0009_ratings.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0009_ratings.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

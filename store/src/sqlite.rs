@@ -67,8 +67,8 @@ impl SqlBackend for sqlx::Sqlite {
     /// A new lobby has no owner: an SQLite store is always the one node of its server.
     const INSERT_LOBBY: &'static str = "\
         INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-        status, seed, deck_salt, seq, created_at, started_at, finished_at) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+        status, seed, deck_salt, seq, created_at, started_at, finished_at, rated) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()

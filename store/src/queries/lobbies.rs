@@ -25,6 +25,7 @@ where
     i16: Column<DB>,
     i32: Column<DB>,
     i64: Column<DB>,
+    f64: Column<DB>,
     Option<Uuid>: Bind<DB>,
     Option<String>: Bind<DB>,
     Option<i64>: Bind<DB>,
@@ -355,6 +356,7 @@ where
             .bind(lobby.created_at)
             .bind(lobby.started_at)
             .bind(lobby.finished_at)
+            .bind(lobby.rated)
             .execute(&mut **tx)
             .await?;
         Ok(())
@@ -397,6 +399,7 @@ where
             created_at: row.try_get("created_at")?,
             started_at: row.try_get("started_at")?,
             finished_at: row.try_get("finished_at")?,
+            rated: row.try_get("rated")?,
         })
     }
 

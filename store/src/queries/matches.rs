@@ -35,6 +35,7 @@ where
     i16: Column<DB>,
     i32: Column<DB>,
     i64: Column<DB>,
+    f64: Column<DB>,
     Option<Uuid>: Bind<DB>,
     Option<String>: Bind<DB>,
     Option<i64>: Bind<DB>,
@@ -143,7 +144,8 @@ where
     }
 
     /// Writes the history rows of finished matches: `matches`, `match_records` and one
-    /// `match_players` row per seat, in multi-row statements.
+    /// `match_players` row per seat, in multi-row statements; then rates the rated ones,
+    /// in order.
     pub(super) async fn insert_matches(
         tx: &mut Tx<DB>,
         matches: &[FinishedMatch],
@@ -157,6 +159,9 @@ where
                 .collect();
             for seat_chunk in seats.chunks(SEATS_PER_INSERT) {
                 Self::insert_seat_rows(tx, seat_chunk).await?;
+            }
+            for result in chunk {
+                Self::rate_recorded_match(tx, result).await?;
             }
         }
         Ok(())

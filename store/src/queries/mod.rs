@@ -32,7 +32,7 @@
 macro_rules! lobby_columns {
     () => {
         "id, name, is_public, invite_hash, seat_count, rules, clock, status, seed, deck_salt, \
-         seq, created_at, started_at, finished_at"
+         seq, created_at, started_at, finished_at, rated"
     };
 }
 
@@ -56,6 +56,7 @@ mod lobbies;
 mod matches;
 mod moves;
 mod players;
+mod ratings;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -121,7 +122,7 @@ pub(crate) trait SqlBackend:
     /// at `$2`, if one is.
     const STORED_AT: &'static str;
 
-    /// Inserts a lobby: `$1` to `$14` are the columns of `lobby_columns!`, in its order.
+    /// Inserts a lobby: `$1` to `$15` are the columns of `lobby_columns!`, in its order.
     const INSERT_LOBBY: &'static str;
 
     /// One line of the plan that `EXPLAIN` returns, from one of its rows.
@@ -263,6 +264,7 @@ where
     i16: Column<DB>,
     i32: Column<DB>,
     i64: Column<DB>,
+    f64: Column<DB>,
     Option<Uuid>: Bind<DB>,
     Option<String>: Bind<DB>,
     Option<i64>: Bind<DB>,

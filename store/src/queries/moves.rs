@@ -63,6 +63,7 @@ where
     i16: Column<DB>,
     i32: Column<DB>,
     i64: Column<DB>,
+    f64: Column<DB>,
     Option<Uuid>: Bind<DB>,
     Option<String>: Bind<DB>,
     Option<i64>: Bind<DB>,

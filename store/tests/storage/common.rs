@@ -377,6 +377,7 @@ pub fn open_lobby(name: &str, created_at: Millis) -> LobbyRow {
         created_at,
         started_at: None,
         finished_at: None,
+        rated: false,
     }
 }
 
@@ -482,6 +483,7 @@ pub fn finished_match(
         seats,
         breakdown: serde_json::json!([{ "feature": "city", "points": 12, "seats": [0] }]),
         record: serde_json::json!({ "version": 1, "match": id.to_string(), "turns": [] }),
+        rating: None,
     }
 }
 

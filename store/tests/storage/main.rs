@@ -17,4 +17,5 @@ mod lobbies;
 mod moves;
 mod pg_proxy;
 mod players;
+mod ratings;
 mod tls;
