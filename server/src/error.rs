@@ -143,6 +143,7 @@ fn room_code(refusal: &RoomError) -> &str {
         RoomError::TooLateToAbort => "too_late_to_abort",
         RoomError::NotABot(_) => "not_a_bot",
         RoomError::PrivateGame => "private_game",
+        RoomError::RatedPlayersOnly => "rated_players_only",
         RoomError::StorageUnavailable => "storage_unavailable",
         RoomError::ShuttingDown => "shutting_down",
         RoomError::Internal => "internal",
@@ -155,9 +156,10 @@ fn room_status(refusal: &RoomError) -> StatusCode {
         RoomError::IllegalMove(_) => StatusCode::BAD_REQUEST,
         RoomError::NotFound(_) => StatusCode::NOT_FOUND,
         RoomError::BadToken => StatusCode::UNAUTHORIZED,
-        RoomError::NotCreator | RoomError::BadInviteCode | RoomError::PrivateGame => {
-            StatusCode::FORBIDDEN
-        }
+        RoomError::NotCreator
+        | RoomError::BadInviteCode
+        | RoomError::PrivateGame
+        | RoomError::RatedPlayersOnly => StatusCode::FORBIDDEN,
         RoomError::LobbyFull
         | RoomError::AlreadySeated(_)
         | RoomError::LobbyNotOpen(_)

@@ -17,6 +17,7 @@ mod error;
 mod healthcheck;
 mod http;
 mod metrics;
+mod ratings_rebuild;
 mod replay;
 mod rooms;
 mod state;
@@ -35,6 +36,7 @@ pub use wire::parse_client_message;
 pub mod commands {
     //! The subcommands other than `serve`.
     pub use crate::healthcheck::check as healthcheck;
+    pub use crate::ratings_rebuild::run as rebuild_ratings;
     pub use crate::replay::run as replay;
     pub use crate::tournament::{TournamentArgs, run as tournament};
 }

@@ -51,6 +51,21 @@ enum Command {
     Healthcheck(HealthcheckArgs),
     /// Play bots against each other and report their strength.
     Tournament(commands::TournamentArgs),
+    /// Maintain the players' ratings.
+    #[command(subcommand)]
+    Ratings(RatingsCommand),
+}
+
+#[derive(Subcommand)]
+enum RatingsCommand {
+    /// Recompute every rating from the rated matches in the history, in the order they
+    /// were rated, and rewrite the ratings and each match's changes. Rated games that end
+    /// meanwhile wait for it. Exit status: 0 done, 1 a database error.
+    Rebuild {
+        /// The server's database, as `serve --database` takes it.
+        #[arg(long, env = "DATABASE_URL", default_value = "sqlite://carcassonne.db")]
+        database: String,
+    },
 }
 
 /// A duration written the humane way: `10s`, `500ms`, `1m 30s`; never zero.
@@ -272,6 +287,7 @@ fn main() -> ExitCode {
         Some(Command::Replay(args)) => replay(args),
         Some(Command::Healthcheck(args)) => healthcheck(args),
         Some(Command::Tournament(args)) => commands::tournament(args),
+        Some(Command::Ratings(RatingsCommand::Rebuild { database })) => rebuild_ratings(&database),
         Some(Command::Serve(args)) => serve(*args),
         None => serve(cli.serve),
     }
@@ -284,6 +300,26 @@ fn replay(args: ReplayArgs) -> ExitCode {
         eprintln!("{message}");
     }
     ExitCode::from(output.exit_code)
+}
+
+fn rebuild_ratings(database: &str) -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(commands::rebuild_ratings(database)) {
+        Ok(rebuilt) => {
+            println!(
+                "rebuilt {} ratings from {} rated matches",
+                rebuilt.ratings, rebuilt.matches
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("ratings rebuild: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn healthcheck(args: HealthcheckArgs) -> ExitCode {

@@ -51,6 +51,10 @@ pub struct CreateLobby {
     /// The time control (default: none). When a turn runs out a bot plays the rest of it.
     #[serde(default)]
     pub clock: TimeControl,
+    /// A rated game changes its players' ratings when it ends (in the pool of its player
+    /// count). Only registered players take its seats, the creator included, and no bots.
+    #[serde(default)]
+    pub rated: bool,
     /// The creator, who takes seat 0.
     #[serde(flatten)]
     pub creator: Identity,
@@ -170,6 +174,9 @@ pub async fn create_lobby(
             }
         })?;
     let (creator_name, player_id) = resolve_identity(&state.store, body.creator).await?;
+    if body.rated && player_id.is_none() {
+        return Err(RoomError::RatedPlayersOnly.into());
+    }
     let now = now_millis();
     let code = (!body.public).then(invite_code);
     let lobby = LobbyRow {
@@ -187,6 +194,7 @@ pub async fn create_lobby(
         created_at: now,
         started_at: None,
         finished_at: None,
+        rated: body.rated,
     };
     let token = Token::generate();
     let seat = SeatRow {

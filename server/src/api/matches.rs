@@ -12,6 +12,7 @@ use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use carcassonne_core::{Expansion, FeatureScore, Rules};
+use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchStatus, MatchSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -89,6 +90,8 @@ pub struct MatchDetailView {
     /// Every feature scored, during the game and at the end, as the engine reported it.
     #[schema(value_type = Vec<FeatureScore>)]
     pub breakdown: Value,
+    /// A rated match's rating changes, by seat; empty for an unrated one.
+    pub ratings: Vec<RatingChange>,
 }
 
 fn match_view(summary: MatchSummary) -> MatchView {
@@ -224,9 +227,11 @@ pub async fn show_match(
         .match_detail(id)
         .await?
         .ok_or(AppError::NotFound("no finished match with this id"))?;
+    let ratings = state.store.match_ratings(id).await?;
     Ok(Json(MatchDetailView {
         summary: match_view(detail.summary),
         breakdown: detail.breakdown,
+        ratings,
     }))
 }
 

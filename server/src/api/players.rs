@@ -1,9 +1,11 @@
-//! Lasting player identities: `POST /api/players`, `GET /api/players/{id}`.
+//! Lasting player identities: `POST /api/players`, `GET /api/players/{id}` (with the
+//! player's record and ratings).
 //!
 //! An identity is an id and a secret (shown once, stored hashed). Joining a seat with it
 //! puts the match in the player's history; a guest joins with a display name only.
 
 use crate::api::extract::{AppJson, AppPath};
+use crate::api::ratings::PlayerRatingView;
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
@@ -41,6 +43,8 @@ pub struct PlayerView {
     pub games: u64,
     pub wins: u64,
     pub average_score: f64,
+    /// The player's rating in each pool they have played rated games in.
+    pub ratings: Vec<PlayerRatingView>,
 }
 
 /// Who is taking a seat: a lasting identity (id and secret), or a guest by name.
@@ -125,6 +129,7 @@ pub async fn show_player(
     let not_found = || AppError::NotFound("no player with this id");
     let player = state.store.player(id).await?.ok_or_else(not_found)?;
     let stats: PlayerStats = state.store.player_stats(id).await?.ok_or_else(not_found)?;
+    let ratings = state.store.player_ratings(id).await?;
     Ok(Json(PlayerView {
         id,
         display_name: player.display_name,
@@ -132,5 +137,6 @@ pub async fn show_player(
         games: stats.games,
         wins: stats.wins,
         average_score: stats.average_score,
+        ratings: ratings.into_iter().map(PlayerRatingView::from).collect(),
     }))
 }

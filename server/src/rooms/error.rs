@@ -47,6 +47,10 @@ pub enum RoomError {
     NotABot(u8),
     #[error("this game is private")]
     PrivateGame,
+    #[error(
+        "a rated game seats registered players only: join with player_id and player_secret (bots do not play rated lobbies)"
+    )]
+    RatedPlayersOnly,
     /// Nothing was changed: the database did not answer.
     #[error("the database is unavailable; nothing was changed, try again")]
     StorageUnavailable,

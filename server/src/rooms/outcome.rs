@@ -11,6 +11,7 @@ use carcassonne_core::Rules;
 use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, DeckProof, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, TileId};
+use carcassonne_store::ratings::{Entrant, RatedMatch, RatedSeat, RatingPool, places_by_score};
 use carcassonne_store::{
     FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
 };
@@ -67,6 +68,11 @@ impl MatchBuilder<'_> {
             breakdown: serde_json::to_value(breakdown).expect("scores serialize"),
             record: self.game_record(),
             status: self.status,
+            rating: self
+                .lobby
+                .rated
+                .then(|| rated_match(self.seats, scores))
+                .flatten(),
         }
     }
 
@@ -160,6 +166,38 @@ fn turn_record(pair: &[Move], tile: TileId) -> Option<TurnRecord> {
     })
 }
 
+/// What a rated game does to ratings: places by score among the seats still played
+/// by their people, and every seat that resigned or was abandoned shares last place.
+/// `None` for a game with a seat no player identity holds, which a rated lobby never
+/// seats.
+fn rated_match(seats: &[SeatRow], scores: &[u32]) -> Option<RatedMatch> {
+    let score_of = |seat: u8| scores.get(usize::from(seat)).copied().unwrap_or(0);
+    let (standing, departed): (Vec<&SeatRow>, Vec<&SeatRow>) = seats
+        .iter()
+        .partition(|seat| seat.control == SeatControl::Human);
+    let standing: Vec<(u8, u32)> = standing
+        .iter()
+        .map(|seat| (seat.seat, score_of(seat.seat)))
+        .collect();
+    let departed: Vec<u8> = departed.iter().map(|seat| seat.seat).collect();
+    let places = places_by_score(&standing, &departed);
+    let rated = places
+        .into_iter()
+        .map(|(seat, place)| {
+            let player = seats.iter().find(|row| row.seat == seat)?.player_id?;
+            Some(RatedSeat {
+                seat,
+                entrant: Entrant::Player(player),
+                place,
+            })
+        })
+        .collect::<Option<Vec<RatedSeat>>>()?;
+    Some(RatedMatch {
+        pool: RatingPool::for_players(seats.len() as u8),
+        seats: rated,
+    })
+}
+
 /// The seats with the highest score among those that did not resign (none when all did).
 pub fn final_winners(scores: &[u32], seats: &[SeatRow]) -> Vec<u8> {
     let standing = || {
@@ -237,6 +275,33 @@ mod tests {
             seat(2, SeatControl::Resigned),
         ];
         assert_eq!(final_winners(&[20, 20, 30], &seats), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_rated_game_places_by_score_and_puts_departed_seats_last() {
+        let mut seats = [
+            seat(0, SeatControl::Human),
+            seat(1, SeatControl::Resigned),
+            seat(2, SeatControl::Human),
+            seat(3, SeatControl::Abandoned),
+        ];
+        for row in &mut seats {
+            row.player_id = Some(uuid::Uuid::from_u128(u128::from(row.seat) + 1));
+        }
+        let rated = rated_match(&seats, &[40, 90, 40, 80]).unwrap();
+        assert_eq!(rated.pool, RatingPool::Multiplayer);
+        let places: Vec<(u8, u8)> = rated.seats.iter().map(|s| (s.seat, s.place)).collect();
+        assert_eq!(places, vec![(0, 1), (1, 3), (2, 1), (3, 3)]);
+        assert_eq!(
+            rated.seats[1].entrant,
+            Entrant::Player(uuid::Uuid::from_u128(2))
+        );
+    }
+
+    #[test]
+    fn a_guest_seat_makes_no_rated_match() {
+        let seats = [seat(0, SeatControl::Human), seat(1, SeatControl::Human)];
+        assert!(rated_match(&seats, &[1, 2]).is_none());
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub struct PublicState {
     pub time_control: TimeControl,
     /// Seats offered by the lobby; a started game has one seat per player.
     pub seat_count: u8,
+    /// Whether the game changes its players' ratings when it ends.
+    pub rated: bool,
     pub seats: Vec<SeatView>,
     /// From the start of the game: the SHA-256 commitment (hex) to the deck's seed and
     /// salt, revealed in the match record at the end (`replay` verifies it), so that the
@@ -45,6 +47,8 @@ pub struct LobbyView {
     pub rules: Rules,
     pub clock: TimeControl,
     pub seat_count: u8,
+    /// Whether the game changes its players' ratings when it ends.
+    pub rated: bool,
     pub seats: Vec<SeatView>,
     pub created_at: String,
     pub started_at: Option<String>,
@@ -189,6 +193,7 @@ pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
         rules: lobby.rules.clone(),
         clock: lobby.clock,
         seat_count: lobby.seat_count,
+        rated: lobby.rated,
         seats: seat_views(seats),
         created_at: rfc3339(lobby.created_at),
         started_at: lobby.started_at.map(rfc3339),
@@ -212,6 +217,7 @@ pub fn public_state(
         rules: lobby.rules.clone(),
         time_control: lobby.clock,
         seat_count: lobby.seat_count,
+        rated: lobby.rated,
         seats: seat_views(seats),
         deck_commitment: deck_proof(lobby).as_ref().map(DeckProof::commitment_hex),
         game: game.map(|game| game_view(game, clocks, ending)),

@@ -376,6 +376,9 @@ impl RoomMachine {
         if !self.invite_code_fits(invite_code) {
             return Err(RoomError::BadInviteCode);
         }
+        if self.lobby.rated && player_id.is_none() {
+            return Err(RoomError::RatedPlayersOnly);
+        }
         if player_id.is_some() && self.seats.iter().any(|seat| seat.player_id == player_id) {
             return Err(RoomError::AlreadySeated(
                 "this player already has a seat here",
@@ -396,6 +399,9 @@ impl RoomMachine {
     ) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
+        if self.lobby.rated {
+            return Err(RoomError::RatedPlayersOnly);
+        }
         let free = self.free_seat()?;
         let name = name.unwrap_or_else(|| default_bot_name(level, free));
         let hash = Token::generate().hash();

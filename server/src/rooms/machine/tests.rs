@@ -46,6 +46,7 @@ fn lobby(clock: TimeControl) -> LobbyRow {
         created_at: T0,
         started_at: None,
         finished_at: None,
+        rated: false,
     }
 }
 

@@ -1,0 +1,189 @@
+//! Rated play over real sockets on both databases: only registered players take a rated
+//! lobby's seats, finished rated games change ratings (in the match, the profile and the
+//! rating history), and `carcassonne-server ratings rebuild` on the stopped server's
+//! database reproduces every number.
+
+use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::{TestServer, server_binary};
+use carcassonne_tests::table::Table;
+use serde_json::{Value, json};
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+/// A short game, so that the test plays several to their end.
+fn short_rules() -> Value {
+    json!({ "tile_limit": 6 })
+}
+
+struct Player {
+    id: String,
+    secret: String,
+}
+
+async fn register(api: &Api, name: &str) -> Player {
+    let (status, created) = api
+        .post("/api/players", json!({ "display_name": name }))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    Player {
+        id: created["id"].as_str().unwrap().to_owned(),
+        secret: created["secret"].as_str().unwrap().to_owned(),
+    }
+}
+
+fn identity(player: &Player) -> Value {
+    json!({ "player_id": player.id, "player_secret": player.secret })
+}
+
+/// A rated lobby for `players` (at least two seats), every one of them seated; the
+/// creator's seat first.
+async fn rated_lobby(api: &Api, players: &[&Player]) -> Vec<Seat> {
+    let mut body = json!({ "name": "rated", "seats": players.len().max(2), "rules": short_rules(),
+        "rated": true });
+    body.as_object_mut()
+        .unwrap()
+        .extend(identity(players[0]).as_object().unwrap().clone());
+    let (status, created) = api.post("/api/lobbies", body).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["lobby"]["rated"], true);
+    let lobby = created["lobby"]["id"].as_str().unwrap().to_owned();
+    let mut seats = vec![Seat {
+        lobby: lobby.clone(),
+        seat: 0,
+        token: created["seat_token"].as_str().unwrap().to_owned(),
+    }];
+    for player in &players[1..] {
+        let (status, joined) = api
+            .post(&format!("/api/lobbies/{lobby}/join"), identity(player))
+            .await;
+        assert_eq!(status, 200, "{joined}");
+        seats.push(Seat {
+            lobby: lobby.clone(),
+            seat: joined["seat"].as_u64().unwrap(),
+            token: joined["seat_token"].as_str().unwrap().to_owned(),
+        });
+    }
+    seats
+}
+
+/// Everything the server says of the players' ratings and of the matches' changes.
+async fn ratings_seen(api: &Api, players: &[Player], matches: &[String]) -> Vec<Value> {
+    let mut seen = Vec::new();
+    for player in players {
+        let (status, profile) = api.get(&format!("/api/players/{}", player.id)).await;
+        assert_eq!(status, 200, "{profile}");
+        seen.push(profile["ratings"].clone());
+    }
+    for id in matches {
+        let (status, detail) = api.get(&format!("/api/matches/{id}")).await;
+        assert_eq!(status, 200, "{detail}");
+        seen.push(detail["ratings"].clone());
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rated_games_change_ratings_and_a_rebuild_reproduces_them() {
+    for database in TestDatabase::both() {
+        let server = TestServer::start(&database.url()).await;
+        let api = Api::new(server.http());
+        let players = [
+            register(&api, "ann").await,
+            register(&api, "bob").await,
+            register(&api, "cy").await,
+        ];
+
+        // Guests and bots are refused a rated lobby's seats, with a typed error.
+        let (status, body) = api
+            .post(
+                "/api/lobbies",
+                json!({ "name": "x", "seats": 2, "rated": true, "display_name": "guest" }),
+            )
+            .await;
+        assert_eq!((status, code(&body)), (403, "rated_players_only"), "{body}");
+        let seats = rated_lobby(&api, &[&players[0]]).await;
+        let path = format!("/api/lobbies/{}/join", seats[0].lobby);
+        let (status, body) = api.post(&path, json!({ "display_name": "guest" })).await;
+        assert_eq!((status, code(&body)), (403, "rated_players_only"), "{body}");
+        let path = format!("/api/lobbies/{}/bots", seats[0].lobby);
+        let (status, body) = api
+            .post_as(&path, &seats[0].token, json!({ "level": "random" }))
+            .await;
+        assert_eq!((status, code(&body)), (403, "rated_players_only"), "{body}");
+
+        // A duel and a three-player game, played to their end.
+        let mut matches = Vec::new();
+        let duel = rated_lobby(&api, &[&players[0], &players[1]]).await;
+        let mut table = Table::open(&server, duel, 7).await;
+        table.play_to_the_end().await;
+        matches.push(table.game.clone());
+        let three = rated_lobby(&api, &[&players[2], &players[0], &players[1]]).await;
+        let mut table = Table::open(&server, three, 8).await;
+        table.play_to_the_end().await;
+        matches.push(table.game.clone());
+
+        let (_, duel_detail) = api.get(&format!("/api/matches/{}", matches[0])).await;
+        let changes = duel_detail["ratings"].as_array().unwrap();
+        assert_eq!(changes.len(), 2, "{duel_detail}");
+        for change in changes {
+            assert!(change["after"]["sigma"].as_f64() < change["before"]["sigma"].as_f64());
+            let place = change["place"].as_u64().unwrap();
+            let seat = change["seat"].as_u64().unwrap() as usize;
+            let won = duel_detail["seats"][seat]["winner"].as_bool().unwrap();
+            assert_eq!(
+                place == 1,
+                won,
+                "the winner takes first place: {duel_detail}"
+            );
+        }
+
+        let (_, ann) = api.get(&format!("/api/players/{}", players[0].id)).await;
+        let pools: Vec<&str> = ann["ratings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|rating| rating["pool"].as_str().unwrap())
+            .collect();
+        assert_eq!(pools, ["multiplayer", "two_player"], "{ann}");
+        assert!(ann["ratings"][0]["provisional"].as_bool().unwrap());
+        let (status, history) = api
+            .get(&format!(
+                "/api/players/{}/ratings/two_player",
+                players[0].id
+            ))
+            .await;
+        assert_eq!(status, 200, "{history}");
+        assert_eq!(history["items"][0]["match_id"], matches[0].as_str());
+        // Nobody has played enough rated games to be ranked yet.
+        let (status, board) = api.get("/api/leaderboards/two_player").await;
+        assert_eq!(
+            (status, board["items"].clone()),
+            (200, json!([])),
+            "{board}"
+        );
+        let (status, body) = api.get("/api/leaderboards/chess").await;
+        assert_eq!((status, code(&body)), (404, "not_found"));
+
+        let before = ratings_seen(&api, &players, &matches).await;
+        server.terminate().await;
+        let rebuild = std::process::Command::new(server_binary())
+            .args(["ratings", "rebuild", "--database", &database.url()])
+            .output()
+            .expect("running ratings rebuild");
+        let printed = String::from_utf8_lossy(&rebuild.stdout);
+        assert!(rebuild.status.success(), "{printed} {rebuild:?}");
+        assert!(printed.contains("from 2 rated matches"), "{printed}");
+        let server = TestServer::start(&database.url()).await;
+        let api = Api::new(server.http());
+        let after = ratings_seen(&api, &players, &matches).await;
+        assert_eq!(
+            after,
+            before,
+            "{}: the rebuild reproduces every number",
+            database.kind()
+        );
+    }
+}
