@@ -95,6 +95,7 @@ const ASSETS: &[Asset] = &[
     asset!("game.js", JS),
     asset!("lobbies.js", JS),
     asset!("history.js", JS),
+    asset!("ratings.js", JS),
     asset!("dom.js", JS),
     asset!("words.js", JS),
     asset!("signals.js", JS),

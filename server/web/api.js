@@ -71,3 +71,32 @@ export function playerName() {
 export function rememberName(name) {
   localStorage.setItem("name", name);
 }
+
+// A lasting player identity (id and secret), made the first time this browser plays a
+// rated game or asks for it, and kept in localStorage: seats taken with it count in the
+// player's history and ratings.
+
+/** This browser's player identity, `{id, secret}`, or null. */
+export function identity() {
+  try {
+    return JSON.parse(localStorage.getItem("identity"));
+  } catch {
+    return null;
+  }
+}
+
+/** This browser's identity, registered under `name` if it has none yet. */
+export async function ensureIdentity(name) {
+  const held = identity();
+  if (held) return held;
+  const created = await api("POST", "/players", { body: { display_name: name } });
+  const made = { id: created.id, secret: created.secret };
+  localStorage.setItem("identity", JSON.stringify(made));
+  return made;
+}
+
+/** The fields that seat this browser's player: the identity if it has one, else a guest. */
+export function seatedAs(name) {
+  const held = identity();
+  return held ? { display_name: name, player_id: held.id, player_secret: held.secret } : { display_name: name };
+}

@@ -2,7 +2,7 @@
 // drawn tile, the legal moves the server sent, scores, figures, clocks and the event log.
 // It holds no rules: every legal cell, rotation and spot shown comes from `legal_moves`.
 
-import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName } from "./api.js";
+import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName, ensureIdentity, seatedAs } from "./api.js";
 import { Board } from "./board.js";
 import { GameConnection } from "./connection.js";
 import { h, mount, announce, SEAT_COLOUR_NAMES } from "./dom.js";
@@ -461,11 +461,11 @@ export class GameView {
     }));
     const open = state.seats.length < state.seat_count;
     return h("div", { class: "lobby" },
-      h("p", {}, `Lobby: ${state.seats.length} of ${state.seat_count} seats taken. ${rulesText(state.rules)}`),
+      h("p", {}, `${state.rated ? "Rated lobby" : "Lobby"}: ${state.seats.length} of ${state.seat_count} seats taken. ${rulesText(state.rules)}`),
       seats,
       this.inviteLine(),
       !mine && open ? this.joinForm() : null,
-      creator && open ? this.botForm() : null,
+      creator && open && !state.rated ? this.botForm() : null,
       creator ? h("button", { type: "button", class: "primary", onclick: () => this.act("POST", "/start", {}), disabled: state.seats.length < 2, "data-action": "start" }, "Start the game") : null,
       mine ? h("button", { type: "button", onclick: () => this.leave(creator) }, creator ? "Cancel the lobby" : "Leave") : null);
   }
@@ -513,7 +513,9 @@ export class GameView {
   async join(name) {
     try {
       rememberName(name);
-      const granted = await api("POST", `/lobbies/${this.gameId}/join`, { body: { display_name: name, invite_code: this.invite || undefined } });
+      if (this.connection.state.rated) await ensureIdentity(name);
+      const body = { ...seatedAs(name), invite_code: this.invite || undefined };
+      const granted = await api("POST", `/lobbies/${this.gameId}/join`, { body });
       holdSeat(this.gameId, { token: granted.seat_token, seat: granted.seat });
       this.connect();
     } catch (error) {

@@ -11,7 +11,8 @@ import { tileIcon, spotKind } from "./tiles.js";
 import { scoreTable } from "./scoring.js";
 
 export class HistoryView {
-  constructor(root) {
+  constructor(root, player) {
+    this.player = player;
     this.list = h("ul", { class: "listing matches", "aria-label": "Matches" });
     this.more = h("button", { type: "button", hidden: true, onclick: () => this.load(true) }, "More");
     this.form = this.filterForm();
@@ -33,6 +34,7 @@ export class HistoryView {
     const query = new URLSearchParams();
     for (const [name, value] of new FormData(this.form)) if (value) query.set(name, value);
     query.set("limit", "20");
+    if (this.player) query.set("player", this.player);
     if (more && this.cursor) query.set("cursor", this.cursor);
     try {
       const page = await api("GET", "/matches?" + query);

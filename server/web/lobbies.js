@@ -1,7 +1,7 @@
 // The home screen: open lobbies to join, live games to watch, and the form that creates
 // a lobby with every expansion, house rule and time control the server offers.
 
-import { api, holdSeat, rememberInvite, playerName, rememberName } from "./api.js";
+import { api, holdSeat, rememberInvite, playerName, rememberName, ensureIdentity, seatedAs } from "./api.js";
 import { h, mount, announce } from "./dom.js";
 import { rulesText } from "./words.js";
 
@@ -44,7 +44,7 @@ export class HomeView {
     const names = lobby.seats.map((seat) => seat.display_name ?? seat.name).join(", ");
     return h("li", {},
       h("a", { href: `#/game/${lobby.id}`, "aria-label": `${action}: ${lobby.name}` }, lobby.name),
-      ` · ${lobby.seats.length}/${lobby.seat_count} · ${names} · ${rulesText(lobby.rules)}`);
+      ` · ${lobby.seats.length}/${lobby.seat_count} · ${names} · ${lobby.rated ? "rated · " : ""}${rulesText(lobby.rules)}`);
   }
 
   createForm() {
@@ -68,6 +68,7 @@ export class HomeView {
         field("Seconds per turn (or hours, by correspondence)", number("per_turn", 60, 1, 3600)),
         field("Reserve, seconds", number("reserve", 300, 0, 86400))),
       h("label", { class: "check" }, h("input", { type: "checkbox", name: "public", checked: true }), "Public (listed, open to spectators)"),
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: "rated" }), "Rated (registered players only, no bots)"),
       h("button", { type: "submit", class: "primary", "data-action": "create" }, "Create lobby"),
       h("p", { class: "notice", role: "alert" }));
     return form;
@@ -75,16 +76,20 @@ export class HomeView {
 
   async create(form) {
     const data = new FormData(form);
-    const body = {
-      name: data.get("name").trim(),
-      display_name: data.get("display_name").trim(),
-      seats: Number(data.get("seats")),
-      public: data.get("public") === "on",
-      rules: rulesOf(data),
-      clock: clockOf(data),
-    };
+    const displayName = data.get("display_name").trim();
+    const rated = data.get("rated") === "on";
     try {
-      rememberName(body.display_name);
+      rememberName(displayName);
+      if (rated) await ensureIdentity(displayName);
+      const body = {
+        name: data.get("name").trim(),
+        seats: Number(data.get("seats")),
+        public: data.get("public") === "on",
+        rated,
+        rules: rulesOf(data),
+        clock: clockOf(data),
+        ...seatedAs(displayName),
+      };
       const granted = await api("POST", "/lobbies", { body });
       holdSeat(granted.lobby.id, { token: granted.seat_token, seat: granted.seat });
       rememberInvite(granted.lobby.id, granted.invite_code);

@@ -367,6 +367,8 @@ pub struct NewLobby<'a> {
     pub expansions: &'a [&'a str],
     /// A clock of 60 s a turn and a 300 s reserve, instead of none.
     pub turn_clock: bool,
+    /// A rated lobby: the browser registers a player identity for it.
+    pub rated: bool,
 }
 
 /// Fills the create form on the home page and submits it; returns the new game's id
@@ -394,6 +396,9 @@ pub async fn create_lobby(browser: &Browser, base: &str, lobby: &NewLobby<'_>) -
                 "form.create input[name=expansion][value={expansion}]"
             ))
             .await;
+    }
+    if lobby.rated {
+        browser.click("form.create input[name=rated]").await;
     }
     if lobby.turn_clock {
         browser

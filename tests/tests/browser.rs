@@ -32,6 +32,7 @@ fn short_game(player: &str) -> NewLobby<'_> {
         tile_limit: Some(TILE_LIMIT),
         expansions: &[],
         turn_clock: false,
+        rated: false,
     }
 }
 

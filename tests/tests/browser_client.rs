@@ -203,6 +203,7 @@ async fn a_whole_base_game_on_a_phone_by_touch_against_a_bot() {
         tile_limit: None,
         expansions: &[],
         turn_clock: true,
+        rated: false,
     };
     let game = create_lobby(&page, &base, &lobby).await;
     let board_shown = page
@@ -414,6 +415,7 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
         tile_limit: Some("20"),
         expansions: &["abbot"],
         turn_clock: false,
+        rated: false,
     };
     let game = create_lobby(&page, &base, &lobby).await;
     page.wait_for("button[data-action=copy-invite]").await;
@@ -544,6 +546,7 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
         tile_limit: None,
         expansions: &[],
         turn_clock: false,
+        rated: false,
     };
     create_lobby(&page, &base, &lobby).await;
     add_bot_and_start(&page).await;
@@ -627,4 +630,60 @@ async fn the_final_table_counts_inns_and_cathedrals_apart_from_roads_and_cities(
         ]),
     );
     page.close().await;
+}
+
+/// A rated lobby made from the form registers this browser's player identity and offers
+/// no bots; a registered opponent joins over REST; the profile and the leaderboards show
+/// what the server holds, and pass axe-core.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_show_ratings() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut stage) = Stage::start_or_skip().await else {
+        return;
+    };
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: Some("3"),
+        expansions: &[],
+        turn_clock: false,
+        rated: true,
+    };
+    let game = create_lobby(&page, &base, &lobby).await;
+    page.wait_until("window.carcassonne.connection.state.rated === true")
+        .await;
+    let me = page
+        .eval("JSON.parse(localStorage.getItem('identity')).id")
+        .await;
+    let me = me.as_str().expect("an identity in localStorage").to_owned();
+    let state = page.state().await;
+    assert_eq!(state["seats"][0]["player_id"], me.as_str(), "{state}");
+    assert!(page.all("button[data-action=add-bot]").await.is_empty());
+
+    let api = carcassonne_tests::client::Api::new(base.clone());
+    let (_, bob) = api
+        .post("/api/players", serde_json::json!({ "display_name": "bob" }))
+        .await;
+    let body = serde_json::json!({ "player_id": bob["id"], "player_secret": bob["secret"] });
+    let (status, joined) = api.post(&format!("/api/lobbies/{game}/join"), body).await;
+    assert_eq!(status, 200, "{joined}");
+
+    page.goto(&format!("{base}/#/player/me")).await;
+    page.wait_until("document.querySelector('section.profile h2')?.textContent === 'ann'")
+        .await;
+    page.wait_for("section.profile p").await;
+    page.assert_accessible("profile").await;
+    page.goto(&format!("{base}/#/leaderboards/multiplayer"))
+        .await;
+    page.wait_until(
+        "document.querySelector('ol.leaderboard li')?.textContent.includes('Nobody is ranked')",
+    )
+    .await;
+    let current = page
+        .eval("document.querySelector('.tabs a[aria-current=page]').textContent")
+        .await;
+    assert_eq!(current, "Three to six players");
+    page.assert_accessible("leaderboards").await;
 }

@@ -1,0 +1,93 @@
+// Ratings: each pool's leaderboard, and a player's profile (record, ratings per pool and
+// rating history). Ratings are Weng-Lin: `rating` is the conservative mu - 3 sigma that
+// the leaderboards order by (docs/protocol.md, "Rated games").
+
+import { api, identity } from "./api.js";
+import { h, mount } from "./dom.js";
+
+const POOLS = [
+  ["two_player", "Two players"],
+  ["multiplayer", "Three to six players"],
+];
+
+const poolName = (pool) => (POOLS.find(([id]) => id === pool) || [pool, pool])[1];
+const one = (value) => value.toFixed(1);
+
+export class LeaderboardView {
+  constructor(root, pool) {
+    this.pool = POOLS.some(([id]) => id === pool) ? pool : "two_player";
+    this.rank = 0;
+    this.list = h("ol", { class: "listing leaderboard", "aria-label": `Leaderboard: ${poolName(this.pool)}` });
+    this.more = h("button", { type: "button", hidden: true, onclick: () => this.load() }, "More");
+    const tabs = h("nav", { class: "tabs", "aria-label": "Rating pools" },
+      POOLS.map(([id, label]) => h("a", { href: `#/leaderboards/${id}`, "aria-current": id === this.pool ? "page" : false }, label)));
+    mount(root, h("section", { class: "history" }, h("h2", {}, "Leaderboards"), tabs,
+      h("p", {}, "Players with at least 10 rated games in the pool, by rating (mu - 3 sigma)."), this.list, this.more));
+    this.load();
+  }
+
+  destroy() {}
+
+  async load() {
+    const query = new URLSearchParams({ limit: "50" });
+    if (this.cursor) query.set("cursor", this.cursor);
+    try {
+      const page = await api("GET", `/leaderboards/${this.pool}?${query}`);
+      this.cursor = page.next_cursor;
+      this.more.hidden = !page.next_cursor;
+      const items = page.items.map((entry) => {
+        this.rank += 1;
+        return h("li", { value: this.rank },
+          h("a", { href: `#/player/${entry.player_id}` }, entry.display_name),
+          ` · ${one(entry.rating)} · ${entry.games} games`);
+      });
+      if (items.length) this.list.append(...items);
+      else if (!this.rank) mount(this.list, h("li", {}, "Nobody is ranked in this pool yet."));
+    } catch (error) {
+      mount(this.list, h("li", { role: "alert" }, error.message));
+    }
+  }
+}
+
+export class PlayerView {
+  constructor(root, id) {
+    this.root = root;
+    this.id = id === "me" ? identity()?.id : id;
+    if (!this.id) {
+      mount(root, h("section", { class: "history" }, h("h2", {}, "Your profile"),
+        h("p", {}, "This browser has no player identity yet: create or join a rated lobby to get one.")));
+      return;
+    }
+    this.load();
+  }
+
+  destroy() {}
+
+  async load() {
+    try {
+      const player = await api("GET", `/players/${this.id}`);
+      const histories = await Promise.all(player.ratings.map((rating) =>
+        api("GET", `/players/${this.id}/ratings/${rating.pool}?limit=20`)));
+      mount(this.root, h("section", { class: "history profile" },
+        h("h2", {}, player.display_name),
+        h("p", {}, `${player.games} games · ${player.wins} wins · average score ${one(player.average_score)} · `,
+          h("a", { href: `#/history?player=${player.id}` }, "matches")),
+        player.ratings.length ? player.ratings.map((rating, index) => this.pool(rating, histories[index])) : h("p", {}, "No rated game yet.")));
+    } catch (error) {
+      mount(this.root, h("p", { role: "alert" }, error.message));
+    }
+  }
+
+  pool(rating, history) {
+    const state = rating.provisional ? "provisional" : "ranked";
+    return h("div", { class: "pool" },
+      h("h3", {}, poolName(rating.pool)),
+      h("p", {}, `Rating ${one(rating.rating)} (mu ${one(rating.skill.mu)}, sigma ${one(rating.skill.sigma)}) · ${rating.games} rated games · ${state}`),
+      h("ul", { class: "listing", "aria-label": `Rating history: ${poolName(rating.pool)}` },
+        history.items.map((entry) => {
+          const change = entry.after.mu - 3 * entry.after.sigma - (entry.before.mu - 3 * entry.before.sigma);
+          return h("li", {}, h("a", { href: `#/match/${entry.match_id}` }, `place ${entry.place}`),
+            ` · ${change >= 0 ? "+" : ""}${one(change)} · ${new Date(entry.finished_at).toLocaleString()}`);
+        })));
+  }
+}
