@@ -18,7 +18,7 @@
 //! and about one seat in ten a guest, finishing times spread evenly over a year, each
 //! expansion on in a fixed share of matches, and a game record of a full game's size. The
 //! generator is seeded, so every run builds the same history. It is written through
-//! `Store::import_matches` in transactions of 1000 matches, then analysed (and on Postgres
+//! `Store::import_matches` in transactions of 200 matches, then analysed (and on Postgres
 //! vacuumed) so that both databases are in the state of a server that has been running.
 //!
 //! The SQLite file lives in a temporary directory; the Postgres database is created as
@@ -44,7 +44,7 @@ const YEAR: Millis = 365 * DAY;
 const DAY: Millis = 86_400_000;
 
 /// Matches per `import_matches` call, hence per transaction.
-const IMPORT_BATCH: usize = 1_000;
+const IMPORT_BATCH: usize = 200;
 
 /// The page size of every list query timed, a typical history page.
 const PAGE: u32 = 20;
