@@ -141,10 +141,7 @@ where
             return Ok(Held::new_player());
         };
         Ok(Held {
-            rating: Rating {
-                mu: row.try_get("mu")?,
-                sigma: row.try_get("sigma")?,
-            },
+            rating: rating_from::<DB>(&row, "mu", "sigma")?,
             games: fit(row.try_get::<i32, _>("games")?, "games")?,
         })
     }
@@ -279,10 +276,7 @@ where
                     player_id: row.try_get("player_id")?,
                     display_name: row.try_get("display_name")?,
                     rating: row.try_get("rating")?,
-                    skill: Rating {
-                        mu: row.try_get("mu")?,
-                        sigma: row.try_get("sigma")?,
-                    },
+                    skill: rating_from::<DB>(row, "mu", "sigma")?,
                     games: fit(row.try_get::<i32, _>("games")?, "games")?,
                 })
             })
@@ -303,10 +297,7 @@ where
                 Ok(PlayerRating {
                     pool: pool_from_column(row.try_get("pool")?)?,
                     rating: row.try_get("rating")?,
-                    skill: Rating {
-                        mu: row.try_get("mu")?,
-                        sigma: row.try_get("sigma")?,
-                    },
+                    skill: rating_from::<DB>(row, "mu", "sigma")?,
                     games: fit(row.try_get::<i32, _>("games")?, "games")?,
                     provisional: !row.try_get::<bool, _>("established")?,
                     updated_at: row.try_get("updated_at")?,
@@ -394,10 +385,7 @@ where
         pool: pool_from_column(row.try_get("pool")?)?,
         rating_seq: row.try_get("rating_seq")?,
         place: fit(row.try_get::<i16, _>("place")?, "place")?,
-        fixed: Rating {
-            mu: row.try_get("mu_before")?,
-            sigma: row.try_get("sigma_before")?,
-        },
+        fixed: rating_from::<DB>(row, "mu_before", "sigma_before")?,
         finished_at: row.try_get("finished_at")?,
     })
 }
@@ -414,14 +402,20 @@ where
         seat: fit(row.try_get::<i16, _>("seat")?, "seat")?,
         player_id: row.try_get("player_id")?,
         place: fit(row.try_get::<i16, _>("place")?, "place")?,
-        before: Rating {
-            mu: row.try_get("mu_before")?,
-            sigma: row.try_get("sigma_before")?,
-        },
-        after: Rating {
-            mu: row.try_get("mu_after")?,
-            sigma: row.try_get("sigma_after")?,
-        },
+        before: rating_from::<DB>(row, "mu_before", "sigma_before")?,
+        after: rating_from::<DB>(row, "mu_after", "sigma_after")?,
+    })
+}
+
+/// A rating read from the two columns that hold its `mu` and `sigma`.
+fn rating_from<DB: SqlBackend>(row: &DB::Row, mu: &str, sigma: &str) -> Result<Rating, StoreError>
+where
+    for<'a> &'a str: Bind<DB> + Decode<'a, DB> + ColumnIndex<DB::Row>,
+    f64: Column<DB>,
+{
+    Ok(Rating {
+        mu: row.try_get(mu)?,
+        sigma: row.try_get(sigma)?,
     })
 }
 
