@@ -1,5 +1,6 @@
 //! Match history: finished games, newest first, with filters and cursor paging.
 
+use crate::api::cursor::{self, bad_cursor};
 use crate::api::extract::{AppPath, AppQuery};
 use crate::api::lobbies::{in_range, require_private_access};
 use crate::clock::{parse_rfc3339, rfc3339};
@@ -9,8 +10,6 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use carcassonne_core::{Expansion, FeatureScore, Rules};
 use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchStatus, MatchSummary};
@@ -120,17 +119,15 @@ fn seat_result(seat: MatchSeat) -> SeatResult {
 }
 
 pub fn encode_cursor(cursor: MatchCursor) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{}:{}", cursor.finished_at, cursor.id))
+    cursor::encode(&format!("{}:{}", cursor.finished_at, cursor.id))
 }
 
 pub fn decode_cursor(text: &str) -> Result<MatchCursor, AppError> {
-    let bad = || AppError::BadRequest("the cursor is not one this server gave out".into());
-    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
-    let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let (millis, id) = text.split_once(':').ok_or_else(bad)?;
+    let text = cursor::decode(text)?;
+    let (millis, id) = text.split_once(':').ok_or_else(bad_cursor)?;
     Ok(MatchCursor {
-        finished_at: millis.parse().map_err(|_| bad())?,
-        id: id.parse().map_err(|_| bad())?,
+        finished_at: millis.parse().map_err(|_| bad_cursor())?,
+        id: id.parse().map_err(|_| bad_cursor())?,
     })
 }
 
@@ -274,6 +271,8 @@ async fn require_match_access(
 mod tests {
     use super::*;
     use axum::extract::Query;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use utoipa::OpenApi;
 
     #[test]

@@ -1,5 +1,6 @@
 //! The REST API under `/api`, with its OpenAPI document generated from the handlers.
 
+mod cursor;
 pub mod events;
 pub mod extract;
 pub mod headers;

@@ -3,14 +3,13 @@
 //! Rated games change ratings as they are recorded (see the store's `ratings` module);
 //! these reads page with keyset cursors, so that a deep page costs what the first does.
 
+use crate::api::cursor::{self, bad_cursor};
 use crate::api::extract::{AppPath, AppQuery};
 use crate::clock::rfc3339;
 use crate::error::{AppError, ErrorResponse};
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use carcassonne_store::ratings::{Rating, RatingPool};
 use carcassonne_store::{LeaderboardCursor, LeaderboardEntry, PlayerRating};
 use serde::{Deserialize, Serialize};
@@ -144,8 +143,8 @@ pub async fn rating_history(
         .store
         .rating_history(id, pool, before, limit + 1)
         .await?;
-    let next_cursor = cut_page(&mut entries, limit)
-        .map(|last| URL_SAFE_NO_PAD.encode(last.rating_seq.to_string()));
+    let next_cursor =
+        cut_page(&mut entries, limit).map(|last| cursor::encode(&last.rating_seq.to_string()));
     let items = entries
         .into_iter()
         .map(|entry| RatedMatchView {
@@ -191,7 +190,7 @@ fn cut_page<T>(items: &mut Vec<T>, limit: u32) -> Option<&T> {
 /// The rating's exact bits and the player: a float printed in decimal might not read back
 /// as the same number, and the next page must start exactly after this entry.
 fn encode_leaderboard_cursor(cursor: LeaderboardCursor) -> String {
-    URL_SAFE_NO_PAD.encode(format!(
+    cursor::encode(&format!(
         "{:016x}:{}",
         cursor.rating.to_bits(),
         cursor.player_id
@@ -199,7 +198,7 @@ fn encode_leaderboard_cursor(cursor: LeaderboardCursor) -> String {
 }
 
 fn decode_leaderboard_cursor(text: &str) -> Result<LeaderboardCursor, AppError> {
-    let text = cursor_text(text)?;
+    let text = cursor::decode(text)?;
     let (bits, id) = text.split_once(':').ok_or_else(bad_cursor)?;
     let bits = u64::from_str_radix(bits, 16).map_err(|_| bad_cursor())?;
     let rating = f64::from_bits(bits);
@@ -213,21 +212,14 @@ fn decode_leaderboard_cursor(text: &str) -> Result<LeaderboardCursor, AppError> 
 }
 
 fn decode_history_cursor(text: &str) -> Result<i64, AppError> {
-    cursor_text(text)?.parse().map_err(|_| bad_cursor())
-}
-
-fn cursor_text(text: &str) -> Result<String, AppError> {
-    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad_cursor())?;
-    String::from_utf8(bytes).map_err(|_| bad_cursor())
-}
-
-fn bad_cursor() -> AppError {
-    AppError::BadRequest("the cursor is not one this server gave out".into())
+    cursor::decode(text)?.parse().map_err(|_| bad_cursor())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
     #[test]
     fn leaderboard_cursors_round_trip_exactly_and_garbage_is_rejected() {
