@@ -5,6 +5,7 @@
 //! should run with.
 
 use crate::cluster::ClusterConfig;
+use crate::queue::QueueSettings;
 use crate::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
 use std::time::Duration;
@@ -18,6 +19,8 @@ pub struct Config {
     pub rooms: RoomSettings,
     /// Threads that bots think on, apart from the async runtime's.
     pub bot_threads: usize,
+    /// Quick play: how tickets are matched, and their bounds.
+    pub queue: QueueSettings,
     /// Cluster mode (NATS and a node name); None for a single node.
     pub cluster: Option<ClusterConfig>,
     /// A single node may start on a database whose cluster nodes hold live leases, and
@@ -33,6 +36,7 @@ impl Config {
             limits: Limits::default(),
             rooms: RoomSettings::default(),
             bot_threads: default_bot_threads(),
+            queue: QueueSettings::default(),
             cluster: None,
             take_over_from_cluster: false,
         }

@@ -36,6 +36,15 @@ pub enum AppError {
     TooManyLobbies(&'static str),
     #[error("too many requests; slow down")]
     RateLimited,
+    /// Quick play: the player already has a waiting ticket.
+    #[error("this player already waits in the queue: cancel that ticket first")]
+    AlreadyQueued,
+    /// Quick play: as many tickets wait as the server allows.
+    #[error("the queue is full; try again shortly")]
+    QueueFull,
+    /// Quick play: the ticket was matched, cancelled or expired already.
+    #[error("the ticket is {0}, not waiting")]
+    TicketNotWaiting(&'static str),
     #[error("this endpoint does not take that method")]
     MethodNotAllowed,
     #[error("internal error")]
@@ -77,6 +86,9 @@ impl AppError {
             AppError::TooManyConnections => "too_many_connections",
             AppError::TooManyLobbies(_) => "too_many_lobbies",
             AppError::RateLimited => "rate_limited",
+            AppError::AlreadyQueued => "already_queued",
+            AppError::QueueFull => "queue_full",
+            AppError::TicketNotWaiting(_) => "ticket_not_waiting",
             AppError::MethodNotAllowed => "method_not_allowed",
             AppError::Internal => "internal",
             AppError::MalformedJson(_) => "malformed_json",
@@ -101,10 +113,13 @@ impl AppError {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::MissingToken | AppError::BadPlayerSecret => StatusCode::UNAUTHORIZED,
             AppError::NotAPlayer => StatusCode::FORBIDDEN,
-            AppError::AlreadyWelcomed => StatusCode::CONFLICT,
-            AppError::TooManyConnections | AppError::Draining | AppError::DatabaseUnavailable => {
-                StatusCode::SERVICE_UNAVAILABLE
+            AppError::AlreadyWelcomed | AppError::AlreadyQueued | AppError::TicketNotWaiting(_) => {
+                StatusCode::CONFLICT
             }
+            AppError::TooManyConnections
+            | AppError::Draining
+            | AppError::DatabaseUnavailable
+            | AppError::QueueFull => StatusCode::SERVICE_UNAVAILABLE,
             AppError::TooManyLobbies(_) | AppError::RateLimited | AppError::TooManyMessages => {
                 StatusCode::TOO_MANY_REQUESTS
             }

@@ -17,6 +17,7 @@ mod error;
 mod healthcheck;
 mod http;
 mod metrics;
+mod queue;
 mod ratings_rebuild;
 mod replay;
 mod rooms;
@@ -30,6 +31,8 @@ mod ws;
 // rustc reports what nothing calls.
 pub use cluster::ClusterConfig;
 pub use config::{Config, Limits, default_bot_threads};
+pub use queue::QueueSettings;
+pub use queue::plan::MatchPolicy;
 pub use rooms::RoomSettings;
 /// The fuzz target reads arbitrary text as a client frame.
 pub use wire::parse_client_message;
@@ -117,7 +120,8 @@ pub async fn run(
         return Ok(());
     };
     let mut state = AppState::new(store, config.limits, shutdown.clone())
-        .with_rooms(config.rooms, BotPool::new(config.bot_threads));
+        .with_rooms(config.rooms, BotPool::new(config.bot_threads))
+        .with_queue(config.queue);
     if let Some(cluster_config) = &config.cluster {
         let cluster = Cluster::connect(cluster_config)
             .await
@@ -135,6 +139,7 @@ pub async fn run(
         tasks.spawn(cluster::lease::sweep_orphans(state.rooms.clone(), cluster));
     }
     state.tasks.spawn(http::forget_idle_clients(state.clone()));
+    state.tasks.spawn(queue::run_matchmaker(state.clone()));
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
     tracing::info!("draining");

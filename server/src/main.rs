@@ -4,7 +4,9 @@
 
 use carcassonne_bots::BotLevel;
 use carcassonne_server::commands;
-use carcassonne_server::{ClusterConfig, Config, Limits, RoomSettings, default_bot_threads};
+use carcassonne_server::{
+    ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings, default_bot_threads,
+};
 use carcassonne_store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::fmt;
@@ -120,7 +122,34 @@ struct ServeArgs {
     #[command(flatten)]
     rooms: RoomArgs,
     #[command(flatten)]
+    queue: QueueArgs,
+    #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(Args, Clone)]
+struct QueueArgs {
+    /// Quick play: the most tickets that may wait at once; more are refused (503).
+    #[arg(long, env = "QUEUE_MAX_WAITING", default_value_t = QueueSettings::default().max_waiting)]
+    queue_max_waiting: u64,
+    /// A quick-play ticket not matched after this long expires.
+    #[arg(long, env = "QUEUE_TICKET_TTL", default_value_t = HumanDuration(QueueSettings::default().ticket_ttl))]
+    queue_ticket_ttl: HumanDuration,
+    /// Tickets whose players' ratings (mu) differ by at most this are matched at once.
+    #[arg(long, env = "QUEUE_WINDOW_START", default_value_t = MatchPolicy::default().window_start)]
+    queue_window_start: f64,
+    /// How much a ticket's rating window widens per second it waits.
+    #[arg(long, env = "QUEUE_WINDOW_GROWTH", default_value_t = MatchPolicy::default().window_growth_per_second)]
+    queue_window_growth: f64,
+    /// After this wait an unrated ticket's missing seats go to bots.
+    #[arg(long, env = "QUEUE_BOT_FILL_AFTER", default_value_t = HumanDuration(Duration::from_secs(60)))]
+    queue_bot_fill_after: HumanDuration,
+    /// Never fill quick-play seats with bots.
+    #[arg(long, env = "QUEUE_WITHOUT_BOTS")]
+    queue_without_bots: bool,
+    /// The bots that fill quick-play seats.
+    #[arg(long, env = "QUEUE_BOT", default_value_t = MatchPolicy::default().bot_level)]
+    queue_bot: BotLevel,
 }
 
 #[derive(Args, Clone)]
@@ -398,8 +427,24 @@ fn config_from(args: &ServeArgs) -> Config {
         limits,
         rooms,
         bot_threads,
+        queue: queue_settings(&args.queue),
         cluster,
         take_over_from_cluster: args.cluster.take_over_from_cluster,
+    }
+}
+
+fn queue_settings(args: &QueueArgs) -> QueueSettings {
+    let policy = MatchPolicy {
+        window_start: args.queue_window_start.max(0.0),
+        window_growth_per_second: args.queue_window_growth.max(0.0),
+        bot_fill_after: (!args.queue_without_bots).then_some(args.queue_bot_fill_after.0),
+        bot_level: args.queue_bot,
+    };
+    QueueSettings {
+        policy,
+        max_waiting: args.queue_max_waiting,
+        ticket_ttl: args.queue_ticket_ttl.0,
+        ..QueueSettings::default()
     }
 }
 

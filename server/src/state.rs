@@ -8,6 +8,7 @@ use crate::cluster::{self, Cluster};
 use crate::config::Limits;
 use crate::error::AppError;
 use crate::metrics::Metrics;
+use crate::queue::QueueSettings;
 use crate::rooms::actor::RoomServices;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::{RoomHandle, RoomSettings};
@@ -40,6 +41,8 @@ pub struct AppState {
     pub open_lobby_slots: Arc<SlotPool>,
     /// This node's place in a cluster; None for a single node.
     pub cluster: Option<Cluster>,
+    /// How quick play matches and bounds its tickets.
+    pub queue: Arc<QueueSettings>,
 }
 
 impl AppState {
@@ -79,6 +82,7 @@ impl AppState {
             shutdown,
             tasks,
             cluster: None,
+            queue: Arc::default(),
         }
     }
 
@@ -99,6 +103,12 @@ impl AppState {
             Some(cluster) => Ok(cluster::resolve(&self.rooms, cluster, id).await?),
             None => Ok(None),
         }
+    }
+
+    /// The same state with these quick-play settings.
+    pub fn with_queue(mut self, settings: QueueSettings) -> AppState {
+        self.queue = Arc::new(settings);
+        self
     }
 
     /// The same state with these room settings and bot pool.

@@ -69,9 +69,10 @@ pub use leases::LeaseHolder;
 pub use options::StoreOptions;
 pub use records::{
     FinishedMatch, GameLog, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus,
-    MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchSeat, MatchStatus, MatchSummary, Millis,
-    MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, RatedMatchEntry, RatingsRebuilt,
-    SeatControl, SeatRow, StoredAt, TimeControl,
+    MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat, MatchStatus,
+    MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, QueueRound,
+    QueueTicket, QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow, StoredAt,
+    TicketStatus, TimeControl,
 };
 
 use std::pin::Pin;
@@ -417,6 +418,39 @@ impl Store {
 
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
         on_backend!(self, "player", db => db.player(id))
+    }
+
+    /// Writes a waiting quick-play ticket; false (and nothing written) when `max_waiting`
+    /// tickets already wait. A player with a waiting ticket gets [`StoreError::Conflict`].
+    pub async fn enqueue(
+        &self,
+        ticket: &QueueTicket,
+        max_waiting: u64,
+    ) -> Result<bool, StoreError> {
+        let ticket = ticket.clone();
+        write_on_backend!(self, "enqueue", db => db.enqueue(&ticket, max_waiting).await)
+    }
+
+    pub async fn queue_ticket(&self, id: Uuid) -> Result<Option<QueueTicket>, StoreError> {
+        on_backend!(self, "queue_ticket", db => db.queue_ticket(id))
+    }
+
+    /// Cancels a waiting ticket: false if it did not wait (any more).
+    pub async fn cancel_ticket(&self, id: Uuid) -> Result<bool, StoreError> {
+        write_on_backend!(self, "cancel_ticket", db => db.cancel_ticket(id).await)
+    }
+
+    /// One matchmaking round (see [`QueueRound`]): expires the tickets whose time ran out
+    /// at `now`, hands up to `limit` waiting tickets to `plan`, and writes the lobbies it
+    /// forms with their tickets matched, all in one transaction. On Postgres one node's
+    /// round runs at a time; a node whose turn it is not gets `ran: false`.
+    pub async fn queue_round(
+        &self,
+        now: Millis,
+        limit: u32,
+        plan: MatchPlanner,
+    ) -> Result<QueueRound, StoreError> {
+        write_on_backend!(self, "queue_round", db => db.queue_round(now, limit, plan).await)
     }
 
     /// Writes a new open lobby with its creator's seat.

@@ -67,6 +67,20 @@ impl SqlBackend for sqlx::Postgres {
     /// set by a cluster node's store), from its first row: there is no moment in which
     /// another node could take it as a game without an owner. A single node's lobbies have
     /// none.
+    /// One matchmaker at a time across the cluster: a round that cannot take the lock
+    /// (held until its transaction ends) is skipped, rather than have two nodes split the
+    /// waiting tickets between them and each find too few to match. The number is the
+    /// queue's own lock key, used nowhere else.
+    const QUEUE_ROUND_TURN: &'static str = "SELECT pg_try_advisory_xact_lock(7298101)";
+
+    /// Locked for the round; `SKIP LOCKED` passes over a ticket its owner is cancelling
+    /// right now rather than wait for it.
+    const TAKE_WAITING_TICKETS: &'static str = "\
+        SELECT id, player_id, token_hash, display_name, min_players, max_players, rules, clock, \
+        rated, match_key, rating, created_at, expires_at, status, lobby_id, seat \
+        FROM queue_tickets WHERE status = 'waiting' ORDER BY created_at, id LIMIT $1 \
+        FOR UPDATE SKIP LOCKED";
+
     const INSERT_LOBBY: &'static str = "\
         INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
         status, seed, deck_salt, seq, created_at, started_at, finished_at, rated, owner_node) \

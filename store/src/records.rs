@@ -356,3 +356,65 @@ pub struct RatingsRebuilt {
     /// Player ratings written (one per player and pool).
     pub ratings: u64,
 }
+
+/// Where a quick-play ticket stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TicketStatus {
+    Waiting,
+    /// Seated in a lobby the matchmaker formed.
+    Matched,
+    Cancelled,
+    /// Nobody matched it before its expiry.
+    Expired,
+}
+
+/// One player's wish for a quick-play game, and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueTicket {
+    pub id: Uuid,
+    pub player_id: Uuid,
+    /// SHA-256 of the ticket's token, hex.
+    pub token_hash: String,
+    /// The name the player's seat will carry.
+    pub display_name: String,
+    pub min_players: u8,
+    pub max_players: u8,
+    pub rules: Rules,
+    pub clock: TimeControl,
+    pub rated: bool,
+    /// Only tickets with the same key are matched together.
+    pub match_key: String,
+    /// The player's mu in the ticket's pool when it was made.
+    pub rating: f64,
+    pub created_at: Millis,
+    pub expires_at: Millis,
+    pub status: TicketStatus,
+    /// The lobby and seat of a matched ticket.
+    pub lobby_id: Option<Uuid>,
+    pub seat: Option<u8>,
+}
+
+/// A lobby the matchmaker formed: written with its seats in the round that took its
+/// tickets, each ticket marked matched with its seat.
+#[derive(Clone, Debug)]
+pub struct QueuedLobby {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    /// `(ticket, seat)` for every seat a ticket's player takes.
+    pub tickets: Vec<(Uuid, u8)>,
+}
+
+/// How a matchmaking round forms lobbies from the waiting tickets (oldest first): a
+/// plain function, so that the store need not know how players are matched.
+pub type MatchPlanner = Box<dyn FnOnce(&[QueueTicket]) -> Vec<QueuedLobby> + Send>;
+
+/// What one matchmaking round did.
+#[derive(Debug, Default)]
+pub struct QueueRound {
+    /// False when another node's matchmaker was in a round, so this one did nothing.
+    pub ran: bool,
+    /// Waiting tickets whose time ran out, now expired.
+    pub expired: u64,
+    /// The lobbies formed, written with their seats, their tickets marked matched.
+    pub lobbies: Vec<QueuedLobby>,
+}

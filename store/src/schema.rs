@@ -88,6 +88,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0009_ratings.sql"),
         sqlite: include_str!("../../migrations/sqlite/0009_ratings.sql"),
     },
+    EmbeddedMigration {
+        version: 10,
+        description: "queue",
+        postgres: include_str!("../../migrations/postgres/0010_queue.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0010_queue.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -65,6 +65,14 @@ impl SqlBackend for sqlx::Sqlite {
         WHERE lobbies.id = $1";
 
     /// A new lobby has no owner: an SQLite store is always the one node of its server.
+    /// SQLite's one node runs the one matchmaker, and its write excludes every other.
+    const QUEUE_ROUND_TURN: &'static str = "SELECT TRUE";
+
+    const TAKE_WAITING_TICKETS: &'static str = "\
+        SELECT id, player_id, token_hash, display_name, min_players, max_players, rules, clock, \
+        rated, match_key, rating, created_at, expires_at, status, lobby_id, seat \
+        FROM queue_tickets WHERE status = 'waiting' ORDER BY created_at, id LIMIT $1";
+
     const INSERT_LOBBY: &'static str = "\
         INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
         status, seed, deck_salt, seq, created_at, started_at, finished_at, rated) \

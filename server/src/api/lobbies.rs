@@ -124,7 +124,7 @@ fn validate_new_lobby(body: &CreateLobby) -> Result<String, AppError> {
 
 /// The bounds `TimeControlSchema` documents: a turn of 1 s to 1 h with a reserve of up
 /// to a day, or a correspondence turn of 1 h to 30 days.
-fn validate_clock(clock: TimeControl) -> Result<(), AppError> {
+pub fn validate_clock(clock: TimeControl) -> Result<(), AppError> {
     const SECOND: u64 = 1_000;
     const HOUR: u64 = 3_600 * SECOND;
     const DAY: u64 = 24 * HOUR;

@@ -8,6 +8,7 @@ pub mod lobbies;
 pub mod matches;
 pub mod players;
 pub mod protocol_schema;
+pub mod queue;
 pub mod ratings;
 pub mod seats;
 pub mod system;
@@ -25,13 +26,14 @@ use utoipa::{Modify, OpenApi};
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Carcassonne server", description = "Lobbies, players, ratings and match history. Play happens over WebSocket at /ws/games/{id}; see docs/protocol.md."),
+    info(title = "Carcassonne server", description = "Lobbies, quick play, players, ratings and match history. Play happens over WebSocket at /ws/games/{id}; see docs/protocol.md."),
     paths(
         lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
         players::create_player, players::show_player, matches::player_matches,
         ratings::leaderboard, ratings::rating_history,
+        queue::join_queue, queue::show_ticket, queue::cancel_ticket, queue::ticket_events,
         matches::list_matches, matches::show_match, matches::match_record,
         tiles::list_tiles, system::healthz, system::readyz, system::metrics,
     ),
@@ -138,6 +140,12 @@ pub fn router() -> Router<AppState> {
         .route("/players/{id}/matches", get(matches::player_matches))
         .route("/players/{id}/ratings/{pool}", get(ratings::rating_history))
         .route("/leaderboards/{pool}", get(ratings::leaderboard))
+        .route("/queue", post(queue::join_queue))
+        .route(
+            "/queue/{id}",
+            get(queue::show_ticket).delete(queue::cancel_ticket),
+        )
+        .route("/queue/{id}/events", get(queue::ticket_events))
         .route("/matches", get(matches::list_matches))
         .route("/matches/{id}", get(matches::show_match))
         .route("/matches/{id}/record", get(matches::match_record))

@@ -428,6 +428,11 @@ impl Room {
                 let decided = machine.start(&token_hash, draw, now);
                 self.write_or_refuse(decided, Waiter::Lobby(reply));
             }
+            R::StartMatched => {
+                let draw = StartDraw::random(machine.seats().len(), true);
+                let decided = machine.start_matched(draw, now);
+                self.write_or_refuse(decided, Waiter::Lobby(reply));
+            }
             R::Leave { token_hash } => {
                 self.write_or_refuse(machine.leave(&token_hash), Waiter::Done(reply))
             }

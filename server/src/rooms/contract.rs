@@ -32,6 +32,9 @@ pub enum Request {
         token_hash: String,
         randomize_seats: bool,
     },
+    /// Starts a full lobby the quick-play queue formed (no creator's token): answered
+    /// with the started game's lobby.
+    StartMatched,
     Cancel {
         token_hash: String,
     },

@@ -340,7 +340,7 @@ where
         .await
     }
 
-    async fn insert_lobby(tx: &mut Tx<DB>, lobby: &LobbyRow) -> Result<(), StoreError> {
+    pub(super) async fn insert_lobby(tx: &mut Tx<DB>, lobby: &LobbyRow) -> Result<(), StoreError> {
         sqlx::query(DB::INSERT_LOBBY)
             .bind(lobby.id)
             .bind(&lobby.name)
@@ -362,7 +362,11 @@ where
         Ok(())
     }
 
-    async fn insert_seat(tx: &mut Tx<DB>, lobby: Uuid, seat: &SeatRow) -> Result<(), StoreError> {
+    pub(super) async fn insert_seat(
+        tx: &mut Tx<DB>,
+        lobby: Uuid,
+        seat: &SeatRow,
+    ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO seats (lobby_id, seat, display_name, player_id, token_hash, creator, \
              joined_at, control, control_seq, bot) \

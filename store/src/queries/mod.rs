@@ -44,6 +44,15 @@ macro_rules! seat_columns {
     };
 }
 
+/// The columns `ticket_from_row` reads (the backends' `TAKE_WAITING_TICKETS` name them
+/// too, outside this macro's reach).
+macro_rules! ticket_columns {
+    () => {
+        "id, player_id, token_hash, display_name, min_players, max_players, rules, clock, \
+         rated, match_key, rating, created_at, expires_at, status, lobby_id, seat"
+    };
+}
+
 /// The columns `move_from_row` reads.
 macro_rules! move_columns {
     () => {
@@ -56,6 +65,7 @@ mod lobbies;
 mod matches;
 mod moves;
 mod players;
+mod queue;
 mod ratings;
 
 use std::collections::HashMap;
@@ -124,6 +134,14 @@ pub(crate) trait SqlBackend:
 
     /// Inserts a lobby: `$1` to `$15` are the columns of `lobby_columns!`, in its order.
     const INSERT_LOBBY: &'static str;
+
+    /// Run first in a matchmaking round: one boolean column, true when this round may go
+    /// on (no other node's matchmaker is in a round).
+    const QUEUE_ROUND_TURN: &'static str;
+
+    /// Takes the waiting tickets for a matchmaking round, oldest first, at most `$1`: the
+    /// columns of `ticket_columns!`, and on Postgres a lock on each.
+    const TAKE_WAITING_TICKETS: &'static str;
 
     /// One line of the plan that `EXPLAIN` returns, from one of its rows.
     fn plan_line(row: &Self::Row) -> Result<String, StoreError>;

@@ -17,5 +17,6 @@ mod lobbies;
 mod moves;
 mod pg_proxy;
 mod players;
+mod queue;
 mod ratings;
 mod tls;

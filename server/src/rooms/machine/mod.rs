@@ -480,6 +480,21 @@ impl RoomMachine {
         if self.seats.len() < 2 {
             return Err(RoomError::NotEnoughPlayers);
         }
+        self.started(start, now)
+    }
+
+    /// Starts a game the quick-play queue seated: no creator starts it, and it starts
+    /// only once every seat is taken, as the matchmaker writes it. Asked again of a
+    /// started game, it is refused as `lobby_not_open`, which the queue takes as done.
+    pub fn start_matched(&self, start: StartDraw, now: Millis) -> Result<Change, RoomError> {
+        self.require_open()?;
+        if self.seats.len() != usize::from(self.lobby.seat_count) {
+            return Err(RoomError::NotEnoughPlayers);
+        }
+        self.started(start, now)
+    }
+
+    fn started(&self, start: StartDraw, now: Millis) -> Result<Change, RoomError> {
         let randomized = start.order.is_some();
         let mut seats: Vec<SeatRow> = match &start.order {
             Some(order) => order
@@ -797,7 +812,7 @@ fn presence_message(seat: u8, connected: bool) -> Arc<Outgoing> {
 }
 
 /// "Greedy bot 2" for a greedy bot in seat 1: seats are counted from 1 for people.
-fn default_bot_name(level: BotLevel, seat: u8) -> String {
+pub(crate) fn default_bot_name(level: BotLevel, seat: u8) -> String {
     let mut title = level.to_string();
     if let Some(first) = title.get_mut(0..1) {
         first.make_ascii_uppercase();

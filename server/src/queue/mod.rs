@@ -1,0 +1,112 @@
+//! Quick play: players queue for a game, and a matchmaker forms the games.
+//!
+//! A ticket (`POST /api/queue`, see `api::queue`) waits in the database. Every node runs
+//! the matchmaker: each round it asks the store for the waiting tickets, plans games of
+//! them ([`plan`]), and the store writes those lobbies, seats and matched tickets in the
+//! same transaction that took the tickets. Only then does this node open the rooms and
+//! start the games. A node that dies before that leaves full lobbies in the database:
+//! restored (or taken over, in a cluster) like any lobby, they are started by whichever
+//! node a matched player next asks about their ticket.
+
+pub mod plan;
+
+use crate::api::lobbies::live_room;
+use crate::clock::now_millis;
+use crate::error::AppError;
+use crate::rooms::Request;
+use crate::rooms::actor::Room;
+use crate::rooms::error::RoomError;
+use crate::rooms::view::LobbyView;
+use crate::state::AppState;
+use carcassonne_store::{MatchPlanner, QueuedLobby};
+use plan::{MatchPolicy, form_lobby, plan_games};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// The most tickets one round looks at: the oldest, which are the most due.
+const ROUND_TICKETS: u32 = 1_000;
+
+/// How the queue runs.
+#[derive(Clone, Debug)]
+pub struct QueueSettings {
+    /// How tickets are matched.
+    pub policy: MatchPolicy,
+    /// The most tickets that may wait at once, over all players.
+    pub max_waiting: u64,
+    /// A ticket that waits this long expires.
+    pub ticket_ttl: Duration,
+    /// Time between two matchmaking rounds of this node.
+    pub round_interval: Duration,
+}
+
+impl Default for QueueSettings {
+    fn default() -> QueueSettings {
+        QueueSettings {
+            policy: MatchPolicy::default(),
+            max_waiting: 10_000,
+            ticket_ttl: Duration::from_secs(15 * 60),
+            round_interval: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Runs this node's matchmaker until shutdown.
+pub async fn run_matchmaker(state: AppState) {
+    let settings = state.queue.clone();
+    let mut ticks = tokio::time::interval(settings.round_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = state.shutdown.cancelled() => return,
+        }
+        if let Err(error) = matchmaking_round(&state, &settings).await {
+            // The round wrote nothing: its tickets wait for the next one.
+            tracing::warn!(%error, "a matchmaking round failed");
+        }
+    }
+}
+
+/// One round: the games formed are written, then opened and started here.
+async fn matchmaking_round(state: &AppState, settings: &QueueSettings) -> Result<(), AppError> {
+    let now = now_millis();
+    let policy = settings.policy.clone();
+    let plan: MatchPlanner = Box::new(move |tickets| {
+        plan_games(tickets, now, &policy)
+            .iter()
+            .map(|game| form_lobby(game, tickets, now, policy.bot_level))
+            .collect()
+    });
+    let round = state.store.queue_round(now, ROUND_TICKETS, plan).await?;
+    if round.expired > 0 {
+        tracing::info!(expired = round.expired, "queue tickets expired");
+    }
+    for formed in round.lobbies {
+        let id = formed.lobby.id;
+        if let Err(error) = open_formed_lobby(state, formed).await {
+            // The lobby is in the database: its players' next look at their tickets
+            // starts it (see `start_matched_game`).
+            tracing::warn!(lobby = %id, %error, "a formed game did not start yet");
+        }
+    }
+    Ok(())
+}
+
+async fn open_formed_lobby(state: &AppState, formed: QueuedLobby) -> Result<(), AppError> {
+    let id = formed.lobby.id;
+    tracing::info!(lobby = %id, seats = formed.seats.len(), tickets = formed.tickets.len(), "quick-play game formed");
+    let room = Room::open(formed.lobby, formed.seats, state.rooms.services.clone());
+    crate::cluster::start_new_room(&state.rooms, state.cluster.as_ref(), room).await?;
+    start_matched_game(state, id).await
+}
+
+/// Starts the formed lobby `id`, wherever its room is; a game already started is left
+/// as it is.
+pub async fn start_matched_game(state: &AppState, id: Uuid) -> Result<(), AppError> {
+    let room = live_room(state, id).await?;
+    match room.ask::<LobbyView>(Request::StartMatched).await {
+        Ok(_) | Err(RoomError::LobbyNotOpen(_)) => Ok(()),
+        Err(RoomError::Relayed { code, .. }) if code == "lobby_not_open" => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
