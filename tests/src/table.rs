@@ -45,6 +45,27 @@ impl Table {
     ) -> Table {
         let api = Api::new(server.http());
         let creator = seats[0].clone();
+        let starting = async {
+            let lobby = api.start(&creator).await;
+            assert_eq!(lobby["status"], "playing", "{lobby}");
+        };
+        Table::connect(server, seats, seed, invite_code, Some(starting)).await
+    }
+
+    /// Connects a client for every seat (in seat order) and a spectator to a game that
+    /// has already started, as the quick-play queue starts its games.
+    pub async fn join_started(server: &TestServer, seats: Vec<Seat>, seed: u64) -> Table {
+        Table::connect(server, seats, seed, None, None::<std::future::Ready<()>>).await
+    }
+
+    async fn connect(
+        server: &TestServer,
+        seats: Vec<Seat>,
+        seed: u64,
+        invite_code: Option<&str>,
+        start: Option<impl Future<Output = ()>>,
+    ) -> Table {
+        let creator = seats[0].clone();
         let url = server.ws_url(&creator.lobby);
         let mut clients = Vec::new();
         for seat in &seats {
@@ -54,8 +75,9 @@ impl Table {
         let welcome = spectator.hello_with_invite(invite_code).await;
         assert_eq!(welcome["type"], "welcome", "{welcome}");
         let spectator = Some(spectator);
-        let lobby = api.start(&creator).await;
-        assert_eq!(lobby["status"], "playing", "{lobby}");
+        if let Some(start) = start {
+            start.await;
+        }
         let mut table = Table {
             game: creator.lobby.clone(),
             seats,

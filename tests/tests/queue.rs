@@ -1,0 +1,195 @@
+//! Quick play over real sockets on both databases: tickets are refused with typed
+//! errors when they are wrong, matched players learn their game from the event stream
+//! (lobby, seat and a working seat token), the game is started and played to its end,
+//! a lone unrated ticket gets bots after the configured wait, a rated pair's game
+//! changes their ratings, and a cancelled ticket stays cancelled.
+
+use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::TestServer;
+use carcassonne_tests::table::Table;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn code(body: &Value) -> &str {
+    body["error"]["code"].as_str().unwrap_or_default()
+}
+
+struct Player {
+    id: String,
+    secret: String,
+}
+
+async fn register(api: &Api, name: &str) -> Player {
+    let (status, created) = api
+        .post("/api/players", json!({ "display_name": name }))
+        .await;
+    assert_eq!(status, 201, "{created}");
+    Player {
+        id: created["id"].as_str().unwrap().to_owned(),
+        secret: created["secret"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// A waiting ticket: its id and token.
+struct Ticket {
+    id: String,
+    token: String,
+}
+
+fn wish(player: &Player, rules: Value, rated: bool) -> Value {
+    json!({ "player_id": player.id, "player_secret": player.secret,
+        "players": { "min": 2, "max": 2 }, "rules": rules, "rated": rated })
+}
+
+async fn queue(api: &Api, body: Value) -> Ticket {
+    let (status, created) = api.post("/api/queue", body).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["ticket"]["status"], "waiting");
+    Ticket {
+        id: created["ticket"]["id"].as_str().unwrap().to_owned(),
+        token: created["ticket_token"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// The ticket's event stream, read to its end: `(event, data)` pairs.
+async fn events(server: &TestServer, ticket: &Ticket) -> Vec<(String, Value)> {
+    let url = format!("{}/api/queue/{}/events", server.http(), ticket.id);
+    let response = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(&ticket.token)
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(response.status(), 200);
+    let text = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .expect("the stream ends once the ticket is decided")
+        .expect("the stream's text");
+    text.split("\n\n")
+        .filter_map(|block| {
+            let event = block.lines().find_map(|line| line.strip_prefix("event: "))?;
+            let data = block.lines().find_map(|line| line.strip_prefix("data: "))?;
+            Some((event.to_owned(), serde_json::from_str(data).expect("JSON data")))
+        })
+        .collect()
+}
+
+/// The seat a matched ticket's stream hands over.
+async fn matched_seat(server: &TestServer, ticket: &Ticket) -> Seat {
+    let events = events(server, ticket).await;
+    let (last, data) = events.last().expect("at least one event");
+    assert_eq!(last, "matched", "{events:?}");
+    assert_eq!(events[0].0, "waiting", "the stream starts with the ticket");
+    Seat {
+        lobby: data["lobby_id"].as_str().unwrap().to_owned(),
+        seat: data["seat"].as_u64().unwrap(),
+        token: data["seat_token"].as_str().unwrap().to_owned(),
+    }
+}
+
+async fn refusals(api: &Api, server: &TestServer, player: &Player) {
+    let mut bad = wish(player, json!({}), false);
+    bad["players"] = json!({ "min": 1, "max": 2 });
+    let (status, body) = api.post("/api/queue", bad).await;
+    assert_eq!((status, code(&body)), (400, "bad_request"), "{body}");
+    let mut bad = wish(player, json!({}), false);
+    bad["players"] = json!({ "min": 2, "max": 6 });
+    let (status, body) = api.post("/api/queue", bad).await;
+    assert_eq!((status, code(&body)), (400, "bad_request"), "6 needs Inns & Cathedrals: {body}");
+    let mut bad = wish(player, json!({}), false);
+    bad["player_secret"] = json!("wrong");
+    let (status, body) = api.post("/api/queue", bad).await;
+    assert_eq!((status, code(&body)), (401, "bad_player_secret"), "{body}");
+
+    // A ticket, which the player cannot double, and which only its token shows.
+    let ticket = queue(api, wish(player, json!({ "farmers": false }), true)).await;
+    let (status, body) = api.post("/api/queue", wish(player, json!({}), false)).await;
+    assert_eq!((status, code(&body)), (409, "already_queued"), "{body}");
+    let path = format!("/api/queue/{}", ticket.id);
+    let (status, body) = api.get(&path).await;
+    assert_eq!((status, code(&body)), (401, "missing_token"), "{body}");
+    let (status, body) = api.get_with(&path, "authorization", "Bearer wrong").await;
+    assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
+    let bearer = format!("Bearer {}", ticket.token);
+    let (status, shown) = api.get_with(&path, "authorization", &bearer).await;
+    assert_eq!((status, &shown["status"]), (200, &json!("waiting")), "{shown}");
+    assert!(shown["window"].as_f64().unwrap() >= 3.0);
+
+    // Cancelled once; its stream then says so and ends.
+    let delete = |token: String| {
+        let url = format!("{}{path}", server.http());
+        async move {
+            let response = reqwest::Client::new()
+                .delete(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    assert_eq!(delete(ticket.token.clone()).await.0, 204);
+    let (status, body) = delete(ticket.token.clone()).await;
+    assert_eq!((status, code(&body)), (409, "ticket_not_waiting"), "{body}");
+    let streamed = events(server, &ticket).await;
+    assert_eq!(streamed.len(), 1, "{streamed:?}");
+    assert_eq!(streamed[0].0, "cancelled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_players_are_matched_seated_and_play() {
+    for database in TestDatabase::both() {
+        let options = ["--queue-bot-fill-after", "2s", "--queue-bot", "random"];
+        let server = TestServer::start_with(&database.url(), &options).await;
+        let api = Api::new(server.http());
+        let names = ["ann", "bob", "cy", "dee", "eve"];
+        let mut players = Vec::new();
+        for name in names {
+            players.push(register(&api, name).await);
+        }
+        refusals(&api, &server, &players[0]).await;
+
+        // Two unrated tickets with the same rules: one game, both seats handed over.
+        let short = json!({ "tile_limit": 6 });
+        let first = queue(&api, wish(&players[0], short.clone(), false)).await;
+        let second = queue(&api, wish(&players[1], short.clone(), false)).await;
+        let (a, b) = tokio::join!(matched_seat(&server, &first), matched_seat(&server, &second));
+        assert_eq!(a.lobby, b.lobby, "both in one game");
+        assert_ne!(a.seat, b.seat);
+        let (status, lobby) = api.get(&format!("/api/lobbies/{}", a.lobby)).await;
+        assert_eq!((status, &lobby["status"]), (200, &json!("playing")), "{lobby}");
+        let mut seats = vec![a, b];
+        seats.sort_by_key(|seat| seat.seat);
+        let mut table = Table::join_started(&server, seats, 11).await;
+        table.play_to_the_end().await;
+
+        // A lone ticket with other rules gets a bot after the wait.
+        let lone = queue(&api, wish(&players[2], json!({ "tile_limit": 4 }), false)).await;
+        let seat = matched_seat(&server, &lone).await;
+        let (_, lobby) = api.get(&format!("/api/lobbies/{}", seat.lobby)).await;
+        assert_eq!(lobby["status"], "playing", "{lobby}");
+        let bots = lobby["seats"].as_array().unwrap().iter().filter(|s| s["bot"].is_string());
+        assert_eq!(bots.count(), 1, "{lobby}");
+
+        // A rated pair: never given bots, and their finished game rates them.
+        let rated_a = queue(&api, wish(&players[3], short.clone(), true)).await;
+        let rated_b = queue(&api, wish(&players[4], short.clone(), true)).await;
+        let (a, b) = tokio::join!(
+            matched_seat(&server, &rated_a),
+            matched_seat(&server, &rated_b)
+        );
+        let mut seats = vec![a, b];
+        seats.sort_by_key(|seat| seat.seat);
+        let mut table = Table::join_started(&server, seats, 12).await;
+        table.play_to_the_end().await;
+        for player in &players[3..] {
+            let path = format!("/api/players/{}/ratings/two_player", player.id);
+            let (status, history) = api.get(&path).await;
+            assert_eq!(status, 200, "{history}");
+            assert_eq!(history["items"].as_array().unwrap().len(), 1, "{history}");
+        }
+        server.terminate().await;
+    }
+}
