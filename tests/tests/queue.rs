@@ -68,9 +68,14 @@ async fn events(server: &TestServer, ticket: &Ticket) -> Vec<(String, Value)> {
         .expect("the stream's text");
     text.split("\n\n")
         .filter_map(|block| {
-            let event = block.lines().find_map(|line| line.strip_prefix("event: "))?;
+            let event = block
+                .lines()
+                .find_map(|line| line.strip_prefix("event: "))?;
             let data = block.lines().find_map(|line| line.strip_prefix("data: "))?;
-            Some((event.to_owned(), serde_json::from_str(data).expect("JSON data")))
+            Some((
+                event.to_owned(),
+                serde_json::from_str(data).expect("JSON data"),
+            ))
         })
         .collect()
 }
@@ -80,7 +85,11 @@ async fn matched_seat(server: &TestServer, ticket: &Ticket) -> Seat {
     let events = events(server, ticket).await;
     let (last, data) = events.last().expect("at least one event");
     assert_eq!(last, "matched", "{events:?}");
-    assert_eq!(events[0].0, "waiting", "the stream starts with the ticket");
+    let before = &events[..events.len() - 1];
+    assert!(
+        before.iter().all(|(event, _)| event == "waiting"),
+        "{events:?}"
+    );
     Seat {
         lobby: data["lobby_id"].as_str().unwrap().to_owned(),
         seat: data["seat"].as_u64().unwrap(),
@@ -96,7 +105,11 @@ async fn refusals(api: &Api, server: &TestServer, player: &Player) {
     let mut bad = wish(player, json!({}), false);
     bad["players"] = json!({ "min": 2, "max": 6 });
     let (status, body) = api.post("/api/queue", bad).await;
-    assert_eq!((status, code(&body)), (400, "bad_request"), "6 needs Inns & Cathedrals: {body}");
+    assert_eq!(
+        (status, code(&body)),
+        (400, "bad_request"),
+        "6 needs Inns & Cathedrals: {body}"
+    );
     let mut bad = wish(player, json!({}), false);
     bad["player_secret"] = json!("wrong");
     let (status, body) = api.post("/api/queue", bad).await;
@@ -113,7 +126,11 @@ async fn refusals(api: &Api, server: &TestServer, player: &Player) {
     assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
     let bearer = format!("Bearer {}", ticket.token);
     let (status, shown) = api.get_with(&path, "authorization", &bearer).await;
-    assert_eq!((status, &shown["status"]), (200, &json!("waiting")), "{shown}");
+    assert_eq!(
+        (status, &shown["status"]),
+        (200, &json!("waiting")),
+        "{shown}"
+    );
     assert!(shown["window"].as_f64().unwrap() >= 3.0);
 
     // Cancelled once; its stream then says so and ends.
@@ -127,7 +144,10 @@ async fn refusals(api: &Api, server: &TestServer, player: &Player) {
                 .await
                 .unwrap();
             let status = response.status().as_u16();
-            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
         }
     };
     assert_eq!(delete(ticket.token.clone()).await.0, 204);
@@ -155,11 +175,18 @@ async fn queued_players_are_matched_seated_and_play() {
         let short = json!({ "tile_limit": 6 });
         let first = queue(&api, wish(&players[0], short.clone(), false)).await;
         let second = queue(&api, wish(&players[1], short.clone(), false)).await;
-        let (a, b) = tokio::join!(matched_seat(&server, &first), matched_seat(&server, &second));
+        let (a, b) = tokio::join!(
+            matched_seat(&server, &first),
+            matched_seat(&server, &second)
+        );
         assert_eq!(a.lobby, b.lobby, "both in one game");
         assert_ne!(a.seat, b.seat);
         let (status, lobby) = api.get(&format!("/api/lobbies/{}", a.lobby)).await;
-        assert_eq!((status, &lobby["status"]), (200, &json!("playing")), "{lobby}");
+        assert_eq!(
+            (status, &lobby["status"]),
+            (200, &json!("playing")),
+            "{lobby}"
+        );
         let mut seats = vec![a, b];
         seats.sort_by_key(|seat| seat.seat);
         let mut table = Table::join_started(&server, seats, 11).await;
@@ -170,7 +197,11 @@ async fn queued_players_are_matched_seated_and_play() {
         let seat = matched_seat(&server, &lone).await;
         let (_, lobby) = api.get(&format!("/api/lobbies/{}", seat.lobby)).await;
         assert_eq!(lobby["status"], "playing", "{lobby}");
-        let bots = lobby["seats"].as_array().unwrap().iter().filter(|s| s["bot"].is_string());
+        let bots = lobby["seats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["bot"].is_string());
         assert_eq!(bots.count(), 1, "{lobby}");
 
         // A rated pair: never given bots, and their finished game rates them.
@@ -192,4 +223,148 @@ async fn queued_players_are_matched_seated_and_play() {
         }
         server.terminate().await;
     }
+}
+
+/// One value from the test database, by psql.
+fn query_one(url: &str, sql: &str) -> String {
+    let output = std::process::Command::new("psql")
+        .args([url, "-tAc", sql])
+        .output()
+        .expect("psql");
+    assert!(output.status.success(), "{sql}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+const QUEUED_PLAYERS: usize = 200;
+
+/// Three nodes on one Postgres: 200 players queue at once, each through one of the
+/// nodes, and each watches its ticket through another. Every ticket is matched exactly
+/// once, into 100 rated duels; nobody connects to play, so the stand-in bot plays every
+/// timed-out turn and each game finishes; the ratings the nodes then show are exactly
+/// what `ratings rebuild` recomputes from the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_queueing_across_three_nodes_are_matched_exactly_once() {
+    let Some(database) = carcassonne_tests::database::TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !carcassonne_tests::cluster::nats_or_skip() {
+        return;
+    }
+    let url = database.url();
+    let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let mut nodes = Vec::new();
+    for name in ["a", "b", "c"] {
+        let node_name = format!("queue-{tag}-{name}");
+        let options = [
+            "--nats",
+            &carcassonne_tests::cluster::nats_url(),
+            "--node-name",
+            &node_name,
+            "--lease-ttl",
+            "5s",
+            "--queue-without-bots",
+            "--requests-per-second",
+            "100000",
+            "--request-burst",
+            "100000",
+            "--max-connections-per-ip",
+            "0",
+        ];
+        nodes.push(TestServer::start_with(&url, &options).await);
+    }
+    let apis: Vec<Api> = nodes.iter().map(|node| Api::new(node.http())).collect();
+    let mut players = Vec::new();
+    for index in 0..QUEUED_PLAYERS {
+        players.push(register(&apis[index % 3], &format!("q{index}")).await);
+    }
+
+    // Everyone at once, a third through each node.
+    let rules = json!({ "tile_limit": 3 });
+    let clock = json!({ "type": "turn", "per_turn_ms": 1000, "reserve_ms": 0 });
+    let tickets =
+        futures_util::future::join_all(players.iter().enumerate().map(|(index, player)| {
+            let mut body = wish(player, rules.clone(), true);
+            body["clock"] = clock.clone();
+            queue(&apis[index % 3], body)
+        }))
+        .await;
+    let streams = tickets
+        .iter()
+        .enumerate()
+        .map(|(index, ticket)| matched_seat(&nodes[(index + 1) % 3], ticket));
+    let seats = futures_util::future::join_all(streams).await;
+
+    let mut games: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for seat in &seats {
+        games.entry(seat.lobby.clone()).or_default().push(seat.seat);
+    }
+    assert_eq!(games.len(), QUEUED_PLAYERS / 2, "every game a duel");
+    assert!(
+        games
+            .values()
+            .all(|seats| seats.len() == 2 && seats[0] != seats[1])
+    );
+    let matched = query_one(
+        &url,
+        "SELECT COUNT(*) FROM queue_tickets WHERE status = 'matched'",
+    );
+    assert_eq!(matched, QUEUED_PLAYERS.to_string());
+    let seated = query_one(
+        &url,
+        "SELECT COUNT(DISTINCT player_id) || '/' || COUNT(*) FROM seats",
+    );
+    assert_eq!(
+        seated,
+        format!("{QUEUED_PLAYERS}/{QUEUED_PLAYERS}"),
+        "each player seated once"
+    );
+
+    // The stand-ins play every turn out: each game ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let finished = query_one(
+            &url,
+            "SELECT COUNT(*) FROM matches WHERE rating_seq IS NOT NULL",
+        );
+        if finished == (QUEUED_PLAYERS / 2).to_string() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {finished} rated matches recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let shown = ratings_shown(&apis[0], &players).await;
+    for node in nodes {
+        assert!(node.terminate().await.success());
+    }
+    let rebuild = std::process::Command::new(carcassonne_tests::server::server_binary())
+        .args(["ratings", "rebuild", "--database", &url])
+        .output()
+        .expect("running ratings rebuild");
+    assert!(rebuild.status.success(), "{rebuild:?}");
+    let node = TestServer::start(&url).await;
+    let rebuilt = ratings_shown(&Api::new(node.http()), &players).await;
+    assert_eq!(
+        rebuilt, shown,
+        "a rebuild from the history gives the same ratings"
+    );
+    node.terminate().await;
+}
+
+async fn ratings_shown(api: &Api, players: &[Player]) -> Vec<Value> {
+    let mut shown = Vec::new();
+    for player in players {
+        let (status, profile) = api.get(&format!("/api/players/{}", player.id)).await;
+        assert_eq!(status, 200, "{profile}");
+        assert_eq!(
+            profile["ratings"].as_array().map(Vec::len),
+            Some(1),
+            "{profile}"
+        );
+        shown.push(profile["ratings"].clone());
+    }
+    shown
 }

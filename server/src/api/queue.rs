@@ -6,12 +6,12 @@
 
 use crate::api::extract::{AppJson, AppPath};
 use crate::api::headers::bearer_token;
-use crate::api::lobbies::live_room;
 use crate::api::players::verify_player;
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
 use crate::error::{AppError, ErrorResponse};
 use crate::queue::start_matched_game;
+use crate::rooms::error::RoomError;
 use crate::rooms::names::display_name;
 use crate::rooms::{JoinedSeat, Request};
 use crate::state::AppState;
@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use carcassonne_core::Rules;
 use carcassonne_store::ratings::{Rating, RatingPool};
-use carcassonne_store::{QueueTicket, TicketStatus, TimeControl};
+use carcassonne_store::{LobbyStatus, QueueTicket, TicketStatus, TimeControl};
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
 use std::convert::Infallible;
@@ -300,93 +300,113 @@ pub async fn ticket_events(
 
 /// Where an event stream stands.
 enum Watch {
+    /// The ticket as the request read it: its first event is sent at once.
     First(QueueTicket),
-    Polling { last_waiting_event: i64 },
+    /// Looking at the ticket every [`WATCH_INTERVAL`]; a waiting ticket is shown again
+    /// every [`WAITING_EVERY`] millis.
+    Polling {
+        last_waiting_event: i64,
+    },
     Done,
 }
+
+/// How often a waiting ticket is shown again, in milliseconds.
+const WAITING_EVERY: i64 = 5_000;
 
 impl Watch {
     /// The stream's next event, and what follows it.
     async fn next(self, state: &AppState, id: Uuid) -> Option<(Result<Event, Infallible>, Watch)> {
-        let ticket = match self {
+        let (mut ticket, mut last_waiting_event) = match self {
             Watch::Done => return None,
-            Watch::First(ticket) => ticket,
-            Watch::Polling { last_waiting_event } => loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(WATCH_INTERVAL) => {}
-                    _ = state.shutdown.cancelled() => return None,
-                }
-                let ticket = match state.store.queue_ticket(id).await {
-                    Ok(Some(ticket)) => ticket,
-                    Ok(None) => return None,
-                    // A database hiccup: look again next time.
-                    Err(_) => continue,
-                };
-                let due = now_millis() - last_waiting_event >= 5_000;
-                if ticket.status != TicketStatus::Waiting || due {
-                    break ticket;
-                }
-            },
+            Watch::First(ticket) => (Some(ticket), None),
+            Watch::Polling { last_waiting_event } => (None, Some(last_waiting_event)),
         };
-        Some(Watch::event_for(state, ticket).await)
-    }
-
-    async fn event_for(
-        state: &AppState,
-        ticket: QueueTicket,
-    ) -> (Result<Event, Infallible>, Watch) {
-        let now = now_millis();
-        let view_event = |name: &str| {
-            Event::default()
-                .event(name)
-                .json_data(ticket_view(state, &ticket, now))
-                .unwrap_or_default()
-        };
-        match ticket.status {
-            TicketStatus::Waiting => (
-                Ok(view_event("waiting")),
-                Watch::Polling {
-                    last_waiting_event: now,
+        loop {
+            let current = match ticket.take() {
+                Some(ticket) => ticket,
+                None => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(WATCH_INTERVAL) => {}
+                        _ = state.shutdown.cancelled() => return None,
+                    }
+                    match state.store.queue_ticket(id).await {
+                        Ok(Some(ticket)) => ticket,
+                        Ok(None) => return None,
+                        // A database hiccup: look again next time.
+                        Err(_) => continue,
+                    }
+                }
+            };
+            let now = now_millis();
+            let event = |name: &str| ticket_event(state, &current, name, now);
+            match current.status {
+                TicketStatus::Waiting => {
+                    let due = last_waiting_event.is_none_or(|last| now - last >= WAITING_EVERY);
+                    if due {
+                        let next = Watch::Polling {
+                            last_waiting_event: now,
+                        };
+                        return Some((Ok(event("waiting")), next));
+                    }
+                    last_waiting_event = last_waiting_event.or(Some(now));
+                }
+                TicketStatus::Matched => match seat_for(state, &current).await {
+                    // The matchmaker has written the game but not opened it yet.
+                    Ok(None) => {}
+                    Ok(Some(matched)) => {
+                        let event = Event::default().event("matched").json_data(matched);
+                        return Some((Ok(event.unwrap_or_default()), Watch::Done));
+                    }
+                    // The game's room is being opened, or moving between nodes: the
+                    // next look finds it.
+                    Err(error) if error.status() == StatusCode::SERVICE_UNAVAILABLE => {}
+                    Err(error) => {
+                        let event = Event::default().event("error").json_data(error.body());
+                        return Some((Ok(event.unwrap_or_default()), Watch::Done));
+                    }
                 },
-            ),
-            TicketStatus::Matched => match seat_for(state, &ticket).await {
-                Ok(matched) => (
-                    Ok(Event::default()
-                        .event("matched")
-                        .json_data(matched)
-                        .unwrap_or_default()),
-                    Watch::Done,
-                ),
-                Err(error) => {
-                    let body = error.body();
-                    let event = Event::default()
-                        .event("error")
-                        .json_data(body)
-                        .unwrap_or_default();
-                    (Ok(event), Watch::Done)
-                }
-            },
-            TicketStatus::Cancelled => (Ok(view_event("cancelled")), Watch::Done),
-            TicketStatus::Expired => (Ok(view_event("expired")), Watch::Done),
+                TicketStatus::Cancelled => return Some((Ok(event("cancelled")), Watch::Done)),
+                TicketStatus::Expired => return Some((Ok(event("expired")), Watch::Done)),
+            }
         }
     }
 }
 
+fn ticket_event(state: &AppState, ticket: &QueueTicket, name: &str, now: i64) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(ticket_view(state, ticket, now))
+        .unwrap_or_default()
+}
+
 /// The matched player's seat, with a fresh token; the game is started first if no node
-/// has started it yet (its matchmaker died between writing it and starting it).
-async fn seat_for(state: &AppState, ticket: &QueueTicket) -> Result<TicketMatched, AppError> {
+/// has started it yet (its matchmaker died between writing it and starting it). None
+/// while the game is written but its room not opened yet.
+async fn seat_for(
+    state: &AppState,
+    ticket: &QueueTicket,
+) -> Result<Option<TicketMatched>, AppError> {
     let Some(lobby_id) = ticket.lobby_id else {
         return Err(AppError::Internal);
     };
+    let Some(room) = state.find_room(lobby_id).await? else {
+        return match state.store.lobby(lobby_id).await? {
+            Some((lobby, _))
+                if matches!(lobby.status, LobbyStatus::Open | LobbyStatus::Playing) =>
+            {
+                Ok(None)
+            }
+            _ => Err(RoomError::GameOver.into()),
+        };
+    };
     start_matched_game(state, lobby_id).await?;
-    let room = live_room(state, lobby_id).await?;
     let request = Request::Reclaim {
         player_id: ticket.player_id,
     };
     let joined: JoinedSeat = room.ask(request).await?;
-    Ok(TicketMatched {
+    Ok(Some(TicketMatched {
         lobby_id,
         seat: joined.seat,
         seat_token: joined.token.reveal().to_owned(),
-    })
+    }))
 }

@@ -205,6 +205,11 @@ pub async fn start_new_room(
     };
     let _resolving = cluster.resolving.lock().await;
     let id = room.id();
+    if rooms.get(id).is_some() {
+        // Restored here already: a lobby is this node's from its insert, so a request
+        // for it that came first found it free for this node and took it from its log.
+        return Ok(());
+    }
     let store = rooms.store();
     let asked = BootTime::now();
     if store

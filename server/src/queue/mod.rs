@@ -18,7 +18,7 @@ use crate::rooms::actor::Room;
 use crate::rooms::error::RoomError;
 use crate::rooms::view::LobbyView;
 use crate::state::AppState;
-use carcassonne_store::{MatchPlanner, QueuedLobby};
+use carcassonne_store::MatchPlanner;
 use plan::{MatchPolicy, form_lobby, plan_games};
 use std::time::Duration;
 use uuid::Uuid;
@@ -81,23 +81,34 @@ async fn matchmaking_round(state: &AppState, settings: &QueueSettings) -> Result
     if round.expired > 0 {
         tracing::info!(expired = round.expired, "queue tickets expired");
     }
+    // Every room is opened before any game starts: in a cluster this node owns the
+    // lobbies from their insert, and a lobby it owns but has not opened for long looks
+    // abandoned to its lease keeper. The starts then run side by side.
+    let mut opened = Vec::new();
     for formed in round.lobbies {
         let id = formed.lobby.id;
-        if let Err(error) = open_formed_lobby(state, formed).await {
-            // The lobby is in the database: its players' next look at their tickets
-            // starts it (see `start_matched_game`).
-            tracing::warn!(lobby = %id, %error, "a formed game did not start yet");
+        tracing::info!(lobby = %id, seats = formed.seats.len(), "quick-play game formed");
+        let room = Room::open(formed.lobby, formed.seats, state.rooms.services.clone());
+        match crate::cluster::start_new_room(&state.rooms, state.cluster.as_ref(), room).await {
+            Ok(()) => opened.push(id),
+            Err(error) => not_started_yet(id, &error.into()),
         }
+    }
+    for id in opened {
+        let state = state.clone();
+        state.tasks.clone().spawn(async move {
+            if let Err(error) = start_matched_game(&state, id).await {
+                not_started_yet(id, &error);
+            }
+        });
     }
     Ok(())
 }
 
-async fn open_formed_lobby(state: &AppState, formed: QueuedLobby) -> Result<(), AppError> {
-    let id = formed.lobby.id;
-    tracing::info!(lobby = %id, seats = formed.seats.len(), tickets = formed.tickets.len(), "quick-play game formed");
-    let room = Room::open(formed.lobby, formed.seats, state.rooms.services.clone());
-    crate::cluster::start_new_room(&state.rooms, state.cluster.as_ref(), room).await?;
-    start_matched_game(state, id).await
+/// The lobby is in the database: its players' next look at their tickets starts it
+/// (see `start_matched_game`).
+fn not_started_yet(id: Uuid, error: &AppError) {
+    tracing::warn!(lobby = %id, %error, "a formed game did not start yet");
 }
 
 /// Starts the formed lobby `id`, wherever its room is; a game already started is left
