@@ -4,10 +4,12 @@
 //! `main.rs` and `docs/operations.md`); the defaults are the values a small public server
 //! should run with.
 
+use crate::accounts::AccountIssuer;
 use crate::cluster::ClusterConfig;
 use crate::queue::QueueSettings;
 use crate::rooms::RoomSettings;
 use carcassonne_store::StoreOptions;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -21,6 +23,8 @@ pub struct Config {
     pub bot_threads: usize,
     /// Quick play: how tickets are matched, and their bounds.
     pub queue: QueueSettings,
+    /// Another site whose JWTs sign players in (`POST /api/players/sign-in`).
+    pub accounts: Option<Arc<AccountIssuer>>,
     /// Cluster mode (NATS and a node name); None for a single node.
     pub cluster: Option<ClusterConfig>,
     /// A single node may start on a database whose cluster nodes hold live leases, and
@@ -37,6 +41,7 @@ impl Config {
             rooms: RoomSettings::default(),
             bot_threads: default_bot_threads(),
             queue: QueueSettings::default(),
+            accounts: None,
             cluster: None,
             take_over_from_cluster: false,
         }

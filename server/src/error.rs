@@ -28,6 +28,9 @@ pub enum AppError {
     MissingToken,
     #[error("the player id or secret is wrong")]
     BadPlayerSecret,
+    /// An account token that is not the configured issuer's, badly signed, or out of date.
+    #[error("the account token is not valid here")]
+    BadAccountToken,
     #[error("spectators cannot play")]
     NotAPlayer,
     #[error("too many connections; try again later")]
@@ -82,6 +85,7 @@ impl AppError {
             AppError::NotFound(_) => "not_found",
             AppError::MissingToken => "missing_token",
             AppError::BadPlayerSecret => "bad_player_secret",
+            AppError::BadAccountToken => "bad_account_token",
             AppError::NotAPlayer => "not_a_player",
             AppError::TooManyConnections => "too_many_connections",
             AppError::TooManyLobbies(_) => "too_many_lobbies",
@@ -111,7 +115,9 @@ impl AppError {
             | AppError::BadMessage(_)
             | AppError::HelloRequired => StatusCode::BAD_REQUEST,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
-            AppError::MissingToken | AppError::BadPlayerSecret => StatusCode::UNAUTHORIZED,
+            AppError::MissingToken | AppError::BadPlayerSecret | AppError::BadAccountToken => {
+                StatusCode::UNAUTHORIZED
+            }
             AppError::NotAPlayer => StatusCode::FORBIDDEN,
             AppError::AlreadyWelcomed | AppError::AlreadyQueued | AppError::TicketNotWaiting(_) => {
                 StatusCode::CONFLICT

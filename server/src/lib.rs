@@ -6,6 +6,7 @@
 //! in-flight command finished and committed, every task awaited. Tests bind port 0 and
 //! call `run` directly.
 
+mod accounts;
 mod admission;
 mod api;
 mod auth;
@@ -29,6 +30,7 @@ mod ws;
 
 // What the binary (main.rs) uses; everything else is private to the library, so that
 // rustc reports what nothing calls.
+pub use accounts::AccountIssuer;
 pub use cluster::ClusterConfig;
 pub use config::{Config, Limits, default_bot_threads};
 pub use queue::QueueSettings;
@@ -121,7 +123,8 @@ pub async fn run(
     };
     let mut state = AppState::new(store, config.limits, shutdown.clone())
         .with_rooms(config.rooms, BotPool::new(config.bot_threads))
-        .with_queue(config.queue);
+        .with_queue(config.queue)
+        .with_accounts(config.accounts);
     if let Some(cluster_config) = &config.cluster {
         let cluster = Cluster::connect(cluster_config)
             .await

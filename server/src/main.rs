@@ -5,7 +5,7 @@
 use carcassonne_bots::BotLevel;
 use carcassonne_server::commands;
 use carcassonne_server::{
-    ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings, default_bot_threads,
+    AccountIssuer, ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings, default_bot_threads,
 };
 use carcassonne_store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -24,6 +24,7 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -124,7 +125,24 @@ struct ServeArgs {
     #[command(flatten)]
     queue: QueueArgs,
     #[command(flatten)]
+    accounts: AccountArgs,
+    #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(Args, Clone)]
+struct AccountArgs {
+    /// Sign players in with the JWTs of this issuer (their `iss`): a token's `sub` is
+    /// bound to one player. Needs `--jwt-key`.
+    #[arg(long, env = "JWT_ISSUER", requires = "jwt_key")]
+    jwt_issuer: Option<String>,
+    /// The issuer's public keys: a PEM file (RSA, ECDSA P-256/P-384 or Ed25519) or a
+    /// JWKS file, read at start.
+    #[arg(long, env = "JWT_KEY", requires = "jwt_issuer")]
+    jwt_key: Option<PathBuf>,
+    /// The audience (`aud`) tokens must name; unchecked when not set.
+    #[arg(long, env = "JWT_AUDIENCE", requires = "jwt_issuer")]
+    jwt_audience: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -428,9 +446,19 @@ fn config_from(args: &ServeArgs) -> Config {
         rooms,
         bot_threads,
         queue: queue_settings(&args.queue),
+        accounts: None,
         cluster,
         take_over_from_cluster: args.cluster.take_over_from_cluster,
     }
+}
+
+/// The configured account issuer, with its keys read from their file.
+fn account_issuer(args: &AccountArgs) -> Result<Option<Arc<AccountIssuer>>, String> {
+    let (Some(issuer), Some(key_file)) = (&args.jwt_issuer, &args.jwt_key) else {
+        return Ok(None);
+    };
+    let loaded = AccountIssuer::load(issuer, key_file, args.jwt_audience.clone())?;
+    Ok(Some(Arc::new(loaded)))
 }
 
 fn queue_settings(args: &QueueArgs) -> QueueSettings {
@@ -472,7 +500,16 @@ fn keep_freed_c_heap() {
 fn serve(args: ServeArgs) -> ExitCode {
     keep_freed_c_heap();
     init_logging(args.log_format);
-    let config = config_from(&args);
+    let mut config = config_from(&args);
+    // Read here rather than in `config_from`: a key file that cannot be used stops the
+    // server at start, like a bad flag.
+    match account_issuer(&args.accounts) {
+        Ok(issuer) => config.accounts = issuer,
+        Err(error) => {
+            eprintln!("error: --jwt-key: {error}");
+            return ExitCode::from(2);
+        }
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     match runtime.block_on(serve_until_signal(args.listen, config)) {
         Ok(()) => ExitCode::SUCCESS,

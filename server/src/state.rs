@@ -2,6 +2,7 @@
 //! admission counters, and the shutdown signal with the tracker of every task that must
 //! finish before exit.
 
+use crate::accounts::AccountIssuer;
 use crate::admission::{PendingPool, RequestLimiter, SlotPool};
 use crate::bots::BotPool;
 use crate::cluster::{self, Cluster};
@@ -43,6 +44,8 @@ pub struct AppState {
     pub cluster: Option<Cluster>,
     /// How quick play matches and bounds its tickets.
     pub queue: Arc<QueueSettings>,
+    /// The other site whose accounts sign players in, if one is configured.
+    pub accounts: Option<Arc<AccountIssuer>>,
 }
 
 impl AppState {
@@ -83,6 +86,7 @@ impl AppState {
             tasks,
             cluster: None,
             queue: Arc::default(),
+            accounts: None,
         }
     }
 
@@ -103,6 +107,12 @@ impl AppState {
             Some(cluster) => Ok(cluster::resolve(&self.rooms, cluster, id).await?),
             None => Ok(None),
         }
+    }
+
+    /// The same state, signing in the accounts of `issuer`.
+    pub fn with_accounts(mut self, issuer: Option<Arc<AccountIssuer>>) -> AppState {
+        self.accounts = issuer;
+        self
     }
 
     /// The same state with these quick-play settings.

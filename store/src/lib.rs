@@ -416,6 +416,19 @@ impl Store {
         write_on_backend!(self, "create_player", db => db.create_player(&player).await)
     }
 
+    /// Signs in the account `subject` of `issuer`: its bound player, whose secret hash
+    /// becomes `player`'s, or `player` itself (bound now, and `true`) at its first
+    /// sign-in.
+    pub async fn sign_in(
+        &self,
+        issuer: &str,
+        subject: &str,
+        player: &PlayerRow,
+    ) -> Result<(PlayerRow, bool), StoreError> {
+        let (issuer, subject, player) = (issuer.to_owned(), subject.to_owned(), player.clone());
+        write_on_backend!(self, "sign_in", db => db.sign_in(&issuer, &subject, &player).await)
+    }
+
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
         on_backend!(self, "player", db => db.player(id))
     }

@@ -94,6 +94,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0010_queue.sql"),
         sqlite: include_str!("../../migrations/sqlite/0010_queue.sql"),
     },
+    EmbeddedMigration {
+        version: 11,
+        description: "player logins",
+        postgres: include_str!("../../migrations/postgres/0011_player_logins.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0011_player_logins.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -31,7 +31,7 @@ use utoipa::{Modify, OpenApi};
         lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
-        players::create_player, players::show_player, matches::player_matches,
+        players::create_player, players::sign_in, players::show_player, matches::player_matches,
         ratings::leaderboard, ratings::rating_history,
         queue::join_queue, queue::show_ticket, queue::cancel_ticket, queue::ticket_events,
         matches::list_matches, matches::show_match, matches::match_record,
@@ -110,6 +110,11 @@ impl Modify for SeatTokenAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         let scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
         components.add_security_scheme("seat_token", SecurityScheme::Http(scheme));
+        let account = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .bearer_format("JWT")
+            .build();
+        components.add_security_scheme("account_token", SecurityScheme::Http(account));
     }
 }
 
@@ -136,6 +141,7 @@ pub fn router() -> Router<AppState> {
         .route("/lobbies/{id}/abort", post(seats::abort))
         .route("/lobbies/{id}/reclaim", post(seats::reclaim))
         .route("/players", post(players::create_player))
+        .route("/players/sign-in", post(players::sign_in))
         .route("/players/{id}", get(players::show_player))
         .route("/players/{id}/matches", get(matches::player_matches))
         .route("/players/{id}/ratings/{pool}", get(ratings::rating_history))

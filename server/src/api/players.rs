@@ -1,10 +1,12 @@
-//! Lasting player identities: `POST /api/players`, `GET /api/players/{id}` (with the
-//! player's record and ratings).
+//! Lasting player identities: `POST /api/players`, `POST /api/players/sign-in` (an
+//! account of another site, by its JWT), `GET /api/players/{id}` (with the player's
+//! record and ratings).
 //!
 //! An identity is an id and a secret (shown once, stored hashed). Joining a seat with it
 //! puts the match in the player's history; a guest joins with a display name only.
 
 use crate::api::extract::{AppJson, AppPath};
+use crate::api::headers::bearer_token;
 use crate::api::ratings::PlayerRatingView;
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
@@ -13,7 +15,7 @@ use crate::rooms::names::display_name;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use carcassonne_store::{PlayerRow, PlayerStats, Store};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -115,6 +117,51 @@ pub async fn create_player(
         secret: secret.reveal().to_owned(),
     };
     Ok((StatusCode::CREATED, Json(created)))
+}
+
+#[utoipa::path(post, path = "/api/players/sign-in", tag = "players",
+    security(("account_token" = [])),
+    responses((status = 201, body = PlayerCreated, description = "The account's first sign-in: a new player bound to it, and its secret"),
+        (status = 200, body = PlayerCreated, description = "The account's player, with a new secret (the one an earlier sign-in gave stops working)"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed request"),
+        (status = 401, body = ErrorResponse, description = "`missing_token`: no `Authorization: Bearer JWT`; `bad_account_token`: not the configured issuer's, badly signed, or out of date"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: this server signs in no other site's accounts")))]
+pub async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<(StatusCode, Json<PlayerCreated>), AppError> {
+    let issuer = (state.accounts.as_ref())
+        .ok_or(AppError::NotFound("this server signs in no other site's accounts"))?;
+    let token = bearer_token(&headers)?;
+    let claims = issuer.verify(token.reveal())?;
+    let name = [&claims.name, &claims.preferred_username]
+        .into_iter()
+        .flatten()
+        .find_map(|name| display_name(name).ok())
+        .unwrap_or_else(|| "Player".to_owned());
+    let secret = Token::generate();
+    let candidate = PlayerRow {
+        id: Uuid::new_v4(),
+        display_name: name,
+        secret_hash: secret.hash(),
+        created_at: now_millis(),
+    };
+    let signed_in = state.store.sign_in(&issuer.issuer, &claims.sub, &candidate).await;
+    let (player, created) = match signed_in {
+        // Another first sign-in of the same account won the race: it is bound now.
+        Err(carcassonne_store::StoreError::Conflict(_)) => {
+            state.store.sign_in(&issuer.issuer, &claims.sub, &candidate).await?
+        }
+        other => other?,
+    };
+    tracing::info!(player = %player.id, created, "signed in by account");
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let body = PlayerCreated {
+        id: player.id,
+        display_name: player.display_name,
+        secret: secret.reveal().to_owned(),
+    };
+    Ok((status, Json(body)))
 }
 
 #[utoipa::path(get, path = "/api/players/{id}", tag = "players",

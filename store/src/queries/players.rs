@@ -5,7 +5,7 @@ use sqlx::types::Json;
 use sqlx::{ColumnIndex, Decode, Executor, Row};
 use uuid::Uuid;
 
-use super::{Bind, Column, SqlBackend, SqlStore};
+use super::{Bind, Column, SqlBackend, SqlStore, Tx};
 use crate::{PlayerRow, StoreError, TimeControl};
 
 impl<DB: SqlBackend> SqlStore<DB>
@@ -34,6 +34,12 @@ where
 {
     pub(crate) async fn create_player(&self, player: &PlayerRow) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
+        Self::insert_player(&mut tx, player).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn insert_player(tx: &mut Tx<DB>, player: &PlayerRow) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO players (id, display_name, secret_hash, created_at) \
              VALUES ($1, $2, $3, $4)",
@@ -42,10 +48,59 @@ where
         .bind(&player.display_name)
         .bind(&player.secret_hash)
         .bind(player.created_at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-        tx.commit().await?;
         Ok(())
+    }
+
+    /// The player bound to `subject` under `issuer`, given `player`'s secret hash (a
+    /// sign-in replaces the secret); `player` itself, bound, at the subject's first
+    /// sign-in (true then). Two first sign-ins at once: one of them gets
+    /// [`StoreError::Conflict`].
+    pub(crate) async fn sign_in(
+        &self,
+        issuer: &str,
+        subject: &str,
+        player: &PlayerRow,
+    ) -> Result<(PlayerRow, bool), StoreError> {
+        let mut tx = self.begin_write().await?;
+        let bound = sqlx::query(
+            "SELECT players.id, display_name, secret_hash, players.created_at \
+             FROM player_logins JOIN players ON players.id = player_logins.player_id \
+             WHERE issuer = $1 AND subject = $2",
+        )
+        .bind(issuer)
+        .bind(subject)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let signed_in = match bound {
+            Some(row) => {
+                let mut found = Self::player_from_row(&row)?;
+                sqlx::query("UPDATE players SET secret_hash = $2 WHERE id = $1")
+                    .bind(found.id)
+                    .bind(&player.secret_hash)
+                    .execute(&mut *tx)
+                    .await?;
+                found.secret_hash.clone_from(&player.secret_hash);
+                (found, false)
+            }
+            None => {
+                Self::insert_player(&mut tx, player).await?;
+                sqlx::query(
+                    "INSERT INTO player_logins (issuer, subject, player_id, created_at) \
+                     VALUES ($1, $2, $3, $4)",
+                )
+                .bind(issuer)
+                .bind(subject)
+                .bind(player.id)
+                .bind(player.created_at)
+                .execute(&mut *tx)
+                .await?;
+                (player.clone(), true)
+            }
+        };
+        tx.commit().await?;
+        Ok(signed_in)
     }
 
     pub(crate) async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
