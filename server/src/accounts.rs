@@ -58,7 +58,11 @@ const RSA: [Algorithm; 6] = [
 impl AccountIssuer {
     /// The issuer `issuer` with the public keys in `key_file`: one PEM public key, or a
     /// JWKS (`{"keys": [...]}`).
-    pub fn load(issuer: &str, key_file: &Path, audience: Option<String>) -> Result<AccountIssuer, String> {
+    pub fn load(
+        issuer: &str,
+        key_file: &Path,
+        audience: Option<String>,
+    ) -> Result<AccountIssuer, String> {
         let text = std::fs::read_to_string(key_file)
             .map_err(|error| format!("{}: {error}", key_file.display()))?;
         let keys = if text.trim_start().starts_with('{') {
@@ -132,7 +136,9 @@ fn keys_of_jwks(text: &str) -> Result<Vec<IssuerKey>, String> {
             },
             AlgorithmParameters::OctetKeyPair(_) => vec![Algorithm::EdDSA],
             AlgorithmParameters::OctetKey(_) => {
-                return Err("a JWKS with a shared (HMAC) secret: only public keys are taken".into());
+                return Err(
+                    "a JWKS with a shared (HMAC) secret: only public keys are taken".into(),
+                );
             }
         };
         let key = DecodingKey::from_jwk(jwk).map_err(|error| format!("a JWKS key: {error}"))?;

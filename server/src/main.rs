@@ -5,7 +5,8 @@
 use carcassonne_bots::BotLevel;
 use carcassonne_server::commands;
 use carcassonne_server::{
-    AccountIssuer, ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings, default_bot_threads,
+    AccountIssuer, ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings,
+    default_bot_threads,
 };
 use carcassonne_store::StoreOptions;
 use clap::{Args, Parser, Subcommand, ValueEnum};

@@ -94,6 +94,7 @@ const ASSETS: &[Asset] = &[
     asset!("connection.js", JS),
     asset!("game.js", JS),
     asset!("lobbies.js", JS),
+    asset!("queue.js", JS),
     asset!("history.js", JS),
     asset!("ratings.js", JS),
     asset!("dom.js", JS),

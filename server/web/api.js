@@ -1,4 +1,5 @@
-// REST calls to the server, and the seat tokens this browser holds.
+// REST calls to the server, the seat tokens this browser holds and the quick-play
+// ticket this tab waits with.
 
 /** An error answer of the server: `{"error":{"code","message"}}`. */
 export class ApiError extends Error {
@@ -73,8 +74,8 @@ export function rememberName(name) {
 }
 
 // A lasting player identity (id and secret), made the first time this browser plays a
-// rated game or asks for it, and kept in localStorage: seats taken with it count in the
-// player's history and ratings.
+// rated game or asks for one (quick play always does), and kept in localStorage: seats
+// taken with it count in the player's history and ratings.
 
 /** This browser's player identity, `{id, secret}`, or null. */
 export function identity() {
@@ -99,4 +100,72 @@ export async function ensureIdentity(name) {
 export function seatedAs(name) {
   const held = identity();
   return held ? { display_name: name, player_id: held.id, player_secret: held.secret } : { display_name: name };
+}
+
+/**
+ * Reads the server-sent events at `path` under `/api`, calling `onEvent(name, data)` for
+ * each, until the stream ends. Read with fetch, as an EventSource cannot send the token.
+ * Throws an ApiError when the server refuses the stream or cannot be reached.
+ */
+export async function readEvents(path, { token, signal, onEvent }) {
+  let response;
+  try {
+    response = await fetch("/api" + path, { headers: { authorization: "Bearer " + token, accept: "text/event-stream" }, signal });
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    throw new ApiError(0, "network", "the server cannot be reached: " + error.message);
+  }
+  if (!response.ok) {
+    const error = (await response.json().catch(() => null))?.error || {};
+    throw new ApiError(response.status, error.code || "http_" + response.status, error.message || response.statusText);
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer = (buffer + value).replaceAll("\r\n", "\n");
+    // An event ends at a blank line; a partial one waits for the rest.
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+      const event = parseEvent(buffer.slice(0, end));
+      buffer = buffer.slice(end + 2);
+      if (event) onEvent(event.name, event.data);
+    }
+  }
+}
+
+/** One event's `event:` and `data:` lines; null for a keep-alive comment. */
+function parseEvent(block) {
+  let name = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    const colon = line.indexOf(":");
+    if (colon === 0) continue;
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") name = value;
+    else if (field === "data") data.push(value);
+  }
+  return data.length ? { name, data: data.join("\n") } : null;
+}
+
+// A quick-play ticket waits in sessionStorage: a reload of this tab watches it again,
+// while another tab does not (each `matched` mints a new seat token, so two watchers
+// would take the seat from each other).
+
+/** The ticket this tab waits with: `{id, token}`, or null. */
+export function heldTicket() {
+  try {
+    return JSON.parse(sessionStorage.getItem("ticket"));
+  } catch {
+    return null;
+  }
+}
+
+export function holdTicket(ticket) {
+  sessionStorage.setItem("ticket", JSON.stringify(ticket));
+}
+
+export function dropTicket() {
+  sessionStorage.removeItem("ticket");
 }

@@ -1,10 +1,11 @@
 // The client's entry point: loads the tile catalogue and shows the view the address
-// names (#/ home, #/game/ID, #/history, #/match/ID, #/leaderboards/POOL, #/player/ID or
-// #/player/me, #/bench).
+// names (#/ home, #/play, #/game/ID, #/history, #/match/ID, #/leaderboards/POOL,
+// #/player/ID or #/player/me, #/bench).
 
 import { h, mount } from "./dom.js";
 import { loadCatalogue } from "./tiles.js";
 import { HomeView } from "./lobbies.js";
+import { QuickPlayView } from "./queue.js";
 import { GameView } from "./game.js";
 import { HistoryView, MatchView } from "./history.js";
 import { LeaderboardView, PlayerView } from "./ratings.js";
@@ -26,6 +27,7 @@ async function route() {
     return;
   }
   if (parts[0] === "game" && parts[1]) current = new GameView(main, tiles, parts[1], params.get("invite"));
+  else if (parts[0] === "play") current = new QuickPlayView(main);
   else if (parts[0] === "history") current = new HistoryView(main, params.get("player"));
   else if (parts[0] === "leaderboards") current = new LeaderboardView(main, parts[1]);
   else if (parts[0] === "player" && parts[1]) current = new PlayerView(main, parts[1]);

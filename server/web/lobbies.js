@@ -48,25 +48,16 @@ export class HomeView {
   }
 
   createForm() {
-    const field = (label, input) => h("label", {}, h("span", {}, label), input);
-    const number = (name, value, min, max) => h("input", { type: "number", name, value, min, max });
     const form = h("form", { class: "create", "aria-label": "Create a lobby", onsubmit: (event) => { event.preventDefault(); this.create(form); } },
       field("Your name", h("input", { name: "display_name", value: playerName(), required: true, maxlength: 64 })),
       field("Lobby name", h("input", { name: "name", value: "Friendly game", required: true, maxlength: 64 })),
       field("Seats", number("seats", 2, 2, 6)),
-      h("fieldset", {}, h("legend", {}, "Expansions"),
-        EXPANSIONS.map(([value, label]) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "expansion", value }), label))),
+      expansionsFieldset(),
       h("fieldset", {}, h("legend", {}, "House rules"),
         h("label", { class: "check" }, h("input", { type: "checkbox", name: "farmers", checked: true }), "Farmers"),
         field("Points per city for a farm", number("farmer_city_points", 3, 1, 10)),
         field("Tile limit (empty: all tiles)", h("input", { type: "number", name: "tile_limit", min: 1, max: 200 }))),
-      h("fieldset", {}, h("legend", {}, "Time control"),
-        field("Clock", h("select", { name: "clock" },
-          h("option", { value: "none" }, "None"),
-          h("option", { value: "turn" }, "Per turn, with a reserve"),
-          h("option", { value: "correspondence" }, "Correspondence"))),
-        field("Seconds per turn (or hours, by correspondence)", number("per_turn", 60, 1, 3600)),
-        field("Reserve, seconds", number("reserve", 300, 0, 86400))),
+      clockFieldset(),
       h("label", { class: "check" }, h("input", { type: "checkbox", name: "public", checked: true }), "Public (listed, open to spectators)"),
       h("label", { class: "check" }, h("input", { type: "checkbox", name: "rated" }), "Rated (registered players only, no bots)"),
       h("button", { type: "submit", class: "primary", "data-action": "create" }, "Create lobby"),
@@ -100,6 +91,31 @@ export class HomeView {
   }
 }
 
+// The form's pieces that the lobby and quick play (queue.js) share.
+
+export function field(label, input) {
+  return h("label", {}, h("span", {}, label), input);
+}
+
+export function number(name, value, min, max) {
+  return h("input", { type: "number", name, value, min, max });
+}
+
+export function expansionsFieldset() {
+  return h("fieldset", {}, h("legend", {}, "Expansions"),
+    EXPANSIONS.map(([value, label]) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "expansion", value }), label)));
+}
+
+export function clockFieldset() {
+  return h("fieldset", {}, h("legend", {}, "Time control"),
+    field("Clock", h("select", { name: "clock" },
+      h("option", { value: "none" }, "None"),
+      h("option", { value: "turn" }, "Per turn, with a reserve"),
+      h("option", { value: "correspondence" }, "Correspondence"))),
+    field("Seconds per turn (or hours, by correspondence)", number("per_turn", 60, 1, 3600)),
+    field("Reserve, seconds", number("reserve", 300, 0, 86400)));
+}
+
 function rulesOf(data) {
   const rules = { expansions: data.getAll("expansion"), farmers: data.get("farmers") === "on" };
   const points = Number(data.get("farmer_city_points"));
@@ -109,7 +125,7 @@ function rulesOf(data) {
   return rules;
 }
 
-function clockOf(data) {
+export function clockOf(data) {
   const type = data.get("clock");
   const perTurn = Number(data.get("per_turn"));
   if (type === "turn") return { type, per_turn_ms: perTurn * 1000, reserve_ms: Number(data.get("reserve")) * 1000 };

@@ -3,13 +3,16 @@
 //! the last move, the clocks, the tiles to come, the final table, the replay); the
 //! details of play by mouse and keyboard on a desktop (turning the chosen tile, arrow
 //! keys on the board, the log after a reload and for a late spectator, notices that go
-//! away); aborting; and axe-core's WCAG 2.2 AA rules on every page at both sizes.
+//! away); aborting; quick play (waiting, cancelling, the matched game); and axe-core's
+//! WCAG 2.2 AA rules on every page at both sizes.
 //!
 //! Screenshots are saved under `target/browser-screenshots/` as a gallery a person can
 //! look at (`phone-*`): the start, the figure step, the last move, the final table and
 //! the replay.
 
-use carcassonne_tests::browser::{Browser, NewLobby, Stage, create_lobby};
+use carcassonne_tests::browser::{Browser, Driver, NewLobby, Stage, create_lobby};
+use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::server::TestServer;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -686,4 +689,141 @@ async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_sho
         .await;
     assert_eq!(current, "Three to six players");
     page.assert_accessible("leaderboards").await;
+}
+
+/// Fills the quick-play form with a name and a player count, and asks for a game.
+async fn ask_for_a_game(page: &Browser, players: &str, rated: bool) {
+    for (name, value) in [
+        ("display_name", "ann"),
+        ("min_players", players),
+        ("max_players", players),
+    ] {
+        let input = page.wait_for(&format!("form.queue [name={name}]")).await;
+        input.clear().await.expect("cleared");
+        input.send_keys(value).await.expect("typed");
+    }
+    let checked = page
+        .eval("document.querySelector('form.queue input[name=rated]').checked")
+        .await;
+    if checked != Value::Bool(rated) {
+        page.click("form.queue input[name=rated]").await;
+    }
+    page.click("button[data-action=find-game]:not([disabled])")
+        .await;
+}
+
+/// The quick-play status line, once it reads `words`.
+async fn wait_for_status(page: &Browser, words: &str) {
+    page.wait_until(&format!(
+        "document.querySelector('.queue-status[role=status]')?.textContent.includes({words:?})"
+    ))
+    .await;
+}
+
+/// Quick play from the nav bar: an unrated two-player request waits, is seated with a
+/// bot and opens the game, already started; a rated request (never given bots) shows
+/// the time waited and the rating window, is watched again after a reload, and its
+/// Cancel gives the form back; a request while another waits is refused in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_play_finds_a_game_with_a_bot_and_a_waiting_request_can_be_cancelled() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    // Bots fill an unrated ticket after 3 s: long enough to see it wait.
+    let options = ["--queue-bot-fill-after", "3s", "--queue-bot", "random"];
+    let server = TestServer::start_with(&database.url(), &options).await;
+    let base = server.http();
+    let page = driver.open(1280, 900).await;
+    page.goto(&format!("{base}/")).await;
+    page.click("nav a[href='#/play']").await;
+    page.wait_for("form.queue").await;
+    page.assert_accessible("quick play").await;
+
+    ask_for_a_game(&page, "2", false).await;
+    wait_for_status(&page, "Looking for a game").await;
+    let hash = page
+        .wait_until("location.hash.startsWith('#/game/') && location.hash")
+        .await;
+    let game = hash.as_str().expect("a hash").trim_start_matches("#/game/");
+    page.wait_until("window.carcassonne?.connection?.state?.status === 'playing'")
+        .await;
+    page.wait_for("svg.board use.tile").await;
+    let me = page
+        .eval("JSON.parse(localStorage.getItem('identity')).id")
+        .await;
+    let state = page.state().await;
+    assert_eq!(state["id"], game, "{state}");
+    let seats = state["seats"].as_array().expect("seats");
+    assert_eq!(seats.len(), 2, "{state}");
+    let mine = page.eval("window.carcassonne.connection.seat").await;
+    let mine = &seats[mine.as_u64().expect("a seat of its own") as usize];
+    assert_eq!(
+        (&mine["player_id"], &mine["name"]),
+        (&me, &Value::from("ann")),
+        "{state}"
+    );
+    assert!(
+        seats.iter().any(|seat| seat["bot"] == "random"),
+        "no bot in the other seat: {state}"
+    );
+    assert_eq!(
+        page.eval("sessionStorage.getItem('ticket')").await,
+        Value::Null,
+        "the ticket is kept after the match"
+    );
+
+    // A rated request waits for other people: it never gets a bot.
+    page.click("nav a[href='#/play']").await;
+    ask_for_a_game(&page, "2", true).await;
+    wait_for_status(&page, "Looking for a game").await;
+    page.wait_until(
+        r"/^Waited \d+:\d\d · rating window ±\d+\.\d/.test(document.querySelector('.waited[role=timer]')?.textContent)",
+    )
+    .await;
+    let locked = page
+        .eval("document.querySelector('button[data-action=find-game]').disabled")
+        .await;
+    assert_eq!(
+        locked,
+        Value::Bool(true),
+        "the form is usable while waiting"
+    );
+    page.assert_accessible("quick play, waiting").await;
+    page.client.refresh().await.expect("a reload");
+    page.wait_for("button[data-action=cancel-queue]:not([hidden])")
+        .await;
+    wait_for_status(&page, "Looking for a game").await;
+    page.click("button[data-action=cancel-queue]").await;
+    wait_for_status(&page, "cancelled").await;
+    page.wait_for("button[data-action=find-game]:not([disabled])")
+        .await;
+    let cancel_shown = page
+        .eval("!document.querySelector('button[data-action=cancel-queue]').hidden")
+        .await;
+    assert_eq!(cancel_shown, Value::Bool(false), "Cancel is still offered");
+    page.assert_accessible("quick play, cancelled").await;
+
+    // The same player waiting elsewhere (here over REST): the page says so.
+    let identity = page
+        .eval("JSON.parse(localStorage.getItem('identity'))")
+        .await;
+    let api = carcassonne_tests::client::Api::new(base.clone());
+    let wish = serde_json::json!({
+        "player_id": identity["id"],
+        "player_secret": identity["secret"],
+        "players": { "min": 2, "max": 2 },
+        "rated": true,
+    });
+    let (status, body) = api.post("/api/queue", wish).await;
+    assert_eq!(status, 201, "{body}");
+    ask_for_a_game(&page, "2", true).await;
+    page.wait_until(
+        "document.querySelector('form.queue .notice[role=alert]')?.textContent.includes('already waiting')",
+    )
+    .await;
+    page.wait_for("button[data-action=find-game]:not([disabled])")
+        .await;
+    page.close().await;
 }

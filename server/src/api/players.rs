@@ -130,8 +130,9 @@ pub async fn sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<PlayerCreated>), AppError> {
-    let issuer = (state.accounts.as_ref())
-        .ok_or(AppError::NotFound("this server signs in no other site's accounts"))?;
+    let issuer = (state.accounts.as_ref()).ok_or(AppError::NotFound(
+        "this server signs in no other site's accounts",
+    ))?;
     let token = bearer_token(&headers)?;
     let claims = issuer.verify(token.reveal())?;
     let name = [&claims.name, &claims.preferred_username]
@@ -146,16 +147,26 @@ pub async fn sign_in(
         secret_hash: secret.hash(),
         created_at: now_millis(),
     };
-    let signed_in = state.store.sign_in(&issuer.issuer, &claims.sub, &candidate).await;
+    let signed_in = state
+        .store
+        .sign_in(&issuer.issuer, &claims.sub, &candidate)
+        .await;
     let (player, created) = match signed_in {
         // Another first sign-in of the same account won the race: it is bound now.
         Err(carcassonne_store::StoreError::Conflict(_)) => {
-            state.store.sign_in(&issuer.issuer, &claims.sub, &candidate).await?
+            state
+                .store
+                .sign_in(&issuer.issuer, &claims.sub, &candidate)
+                .await?
         }
         other => other?,
     };
     tracing::info!(player = %player.id, created, "signed in by account");
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     let body = PlayerCreated {
         id: player.id,
         display_name: player.display_name,
