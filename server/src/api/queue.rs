@@ -291,7 +291,7 @@ pub async fn ticket_events(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     let ticket = owned_ticket(&state, id, &headers).await?;
-    let stream = futures_util::stream::unfold(Watch::First(ticket), move |watch| {
+    let stream = futures_util::stream::unfold(Watch::First(Box::new(ticket)), move |watch| {
         let state = state.clone();
         async move { watch.next(&state, id).await }
     });
@@ -301,7 +301,7 @@ pub async fn ticket_events(
 /// Where an event stream stands.
 enum Watch {
     /// The ticket as the request read it: its first event is sent at once.
-    First(QueueTicket),
+    First(Box<QueueTicket>),
     /// Looking at the ticket every [`WATCH_INTERVAL`]; a waiting ticket is shown again
     /// every [`WAITING_EVERY`] millis.
     Polling {
@@ -318,7 +318,7 @@ impl Watch {
     async fn next(self, state: &AppState, id: Uuid) -> Option<(Result<Event, Infallible>, Watch)> {
         let (mut ticket, mut last_waiting_event) = match self {
             Watch::Done => return None,
-            Watch::First(ticket) => (Some(ticket), None),
+            Watch::First(ticket) => (Some(*ticket), None),
             Watch::Polling { last_waiting_event } => (None, Some(last_waiting_event)),
         };
         loop {
