@@ -37,7 +37,7 @@ impl std::fmt::Debug for AccountIssuer {
 }
 
 /// What this server reads of a token, beyond what `Validation` checks (`iss`, `exp`,
-/// `nbf`, `aud`).
+/// `nbf` when present, `aud` when one is configured).
 #[derive(Debug, Deserialize)]
 pub struct AccountClaims {
     pub sub: String,
@@ -92,8 +92,13 @@ impl AccountIssuer {
             .ok_or(AppError::BadAccountToken)?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
+        validation.validate_nbf = true;
         match &self.audience {
-            Some(audience) => validation.set_audience(&[audience]),
+            Some(audience) => {
+                validation.set_audience(&[audience]);
+                // Checked only where present, unless required.
+                validation.required_spec_claims.insert("aud".to_owned());
+            }
             None => validation.validate_aud = false,
         }
         let data = jsonwebtoken::decode::<AccountClaims>(token, &key.key, &validation)

@@ -1,8 +1,9 @@
 //! Players signed in by another site's accounts, over real sockets on both databases:
 //! the server checks the site's JWTs against its public key (a PEM file, or a JWKS file),
 //! binds each account to one player at its first sign-in, gives a new secret at each
-//! sign-in, and refuses every token it should (typed `bad_account_token`). Keys are made
-//! by the test with `openssl`.
+//! sign-in, and refuses every token it should (typed `bad_account_token`): expired, not
+//! yet valid, another issuer's or audience's, another key's, a shared-secret one. Keys
+//! are made by the test with `openssl`.
 
 use carcassonne_tests::client::Api;
 use carcassonne_tests::database::TestDatabase;
@@ -113,6 +114,11 @@ async fn another_sites_accounts_sign_players_in() {
 
         let refused = [
             token(&private, None, claims("alice", -120)),
+            token(
+                &private,
+                None,
+                json!({ "iss": ISSUER, "sub": "alice", "exp": now() + 600, "nbf": now() + 300 }),
+            ),
             token(&stranger, None, claims("alice", 600)),
             token(
                 &private,
@@ -145,16 +151,38 @@ async fn another_sites_accounts_sign_players_in() {
         server.terminate().await;
     }
 
-    // The same key as a JWKS, picked by its key id.
+    // The same key as a JWKS, picked by its key id; and an audience, which tokens must
+    // then name.
     let jwks = jwks_of(dir.path(), &public, "k1");
-    let options = ["--jwt-issuer", ISSUER, "--jwt-key", jwks.to_str().unwrap()];
+    let options = [
+        "--jwt-issuer",
+        ISSUER,
+        "--jwt-key",
+        jwks.to_str().unwrap(),
+        "--jwt-audience",
+        "carcassonne",
+    ];
     let database = TestDatabase::sqlite();
     let server = TestServer::start_with(&database.url(), &options).await;
     let api = Api::new(server.http());
-    let (status, body) = sign_in(&api, &token(&private, Some("k1"), claims("carol", 600))).await;
+    let for_audience = |audience: Option<&str>| {
+        let mut claims = claims("carol", 600);
+        if let Some(audience) = audience {
+            claims["aud"] = json!(audience);
+        }
+        claims
+    };
+    let good = token(&private, Some("k1"), for_audience(Some("carcassonne")));
+    let (status, body) = sign_in(&api, &good).await;
     assert_eq!(status, 201, "{body}");
-    let (status, body) = sign_in(&api, &token(&private, Some("k2"), claims("carol", 600))).await;
-    assert_eq!((status, code(&body)), (401, "bad_account_token"), "{body}");
+    for bad in [
+        token(&private, Some("k2"), for_audience(Some("carcassonne"))),
+        token(&private, Some("k1"), for_audience(None)),
+        token(&private, Some("k1"), for_audience(Some("elsewhere"))),
+    ] {
+        let (status, body) = sign_in(&api, &bad).await;
+        assert_eq!((status, code(&body)), (401, "bad_account_token"), "{body}");
+    }
     server.terminate().await;
 
     // Without an issuer nothing signs in; a key file that cannot be used stops the start.
@@ -165,6 +193,9 @@ async fn another_sites_accounts_sign_players_in() {
     )
     .await;
     assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
+    let api = Api::new(server.http());
+    let (status, body) = api.post("/api/players/sign-in", json!({})).await;
+    assert_eq!((status, code(&body)), (401, "missing_token"), "{body}");
     server.terminate().await;
     let bad_key = dir.path().join("site.pem.missing");
     let refused = Command::new(server_binary())

@@ -130,10 +130,11 @@ pub async fn sign_in(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<(StatusCode, Json<PlayerCreated>), AppError> {
+    // A request without a token is refused as such, whether or not accounts are set up.
+    let token = bearer_token(&headers)?;
     let issuer = (state.accounts.as_ref()).ok_or(AppError::NotFound(
         "this server signs in no other site's accounts",
     ))?;
-    let token = bearer_token(&headers)?;
     let claims = issuer.verify(token.reveal())?;
     let name = [&claims.name, &claims.preferred_username]
         .into_iter()
