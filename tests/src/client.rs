@@ -42,6 +42,13 @@ pub struct Api {
     base: String,
 }
 
+/// A registered player: its id and secret.
+#[derive(Clone, Debug)]
+pub struct Player {
+    pub id: String,
+    pub secret: String,
+}
+
 /// A seat someone holds: the lobby, the seat number and its secret token.
 #[derive(Clone, Debug)]
 pub struct Seat {
@@ -102,6 +109,18 @@ impl Api {
             .header("content-type", "application/json")
             .body(body);
         into_parts(request.send().await.expect("POST")).await
+    }
+
+    /// Registers a lasting player identity named `name`.
+    pub async fn register(&self, name: &str) -> Player {
+        let (status, created) = self
+            .post("/api/players", json!({ "display_name": name }))
+            .await;
+        assert_eq!(status, 201, "{created}");
+        Player {
+            id: created["id"].as_str().unwrap().to_owned(),
+            secret: created["secret"].as_str().unwrap().to_owned(),
+        }
     }
 
     /// Creates a lobby whose creator (seat 0) is `creator`.

@@ -4,7 +4,7 @@
 //! a lone unrated ticket gets bots after the configured wait, a rated pair's game
 //! changes their ratings, and a cancelled ticket stays cancelled.
 
-use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::client::{Api, Player, Seat};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -13,22 +13,6 @@ use std::time::Duration;
 
 fn code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or_default()
-}
-
-struct Player {
-    id: String,
-    secret: String,
-}
-
-async fn register(api: &Api, name: &str) -> Player {
-    let (status, created) = api
-        .post("/api/players", json!({ "display_name": name }))
-        .await;
-    assert_eq!(status, 201, "{created}");
-    Player {
-        id: created["id"].as_str().unwrap().to_owned(),
-        secret: created["secret"].as_str().unwrap().to_owned(),
-    }
 }
 
 /// A waiting ticket: its id and token.
@@ -167,7 +151,7 @@ async fn queued_players_are_matched_seated_and_play() {
         let names = ["ann", "bob", "cy", "dee", "eve"];
         let mut players = Vec::new();
         for name in names {
-            players.push(register(&api, name).await);
+            players.push(api.register(name).await);
         }
         refusals(&api, &server, &players[0]).await;
 
@@ -275,7 +259,7 @@ async fn players_queueing_across_three_nodes_are_matched_exactly_once() {
     let apis: Vec<Api> = nodes.iter().map(|node| Api::new(node.http())).collect();
     let mut players = Vec::new();
     for index in 0..QUEUED_PLAYERS {
-        players.push(register(&apis[index % 3], &format!("q{index}")).await);
+        players.push(apis[index % 3].register(&format!("q{index}")).await);
     }
 
     // Everyone at once, a third through each node.

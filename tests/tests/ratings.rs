@@ -3,7 +3,7 @@
 //! rating history), and `carcassonne-server ratings rebuild` on the stopped server's
 //! database reproduces every number.
 
-use carcassonne_tests::client::{Api, Seat};
+use carcassonne_tests::client::{Api, Player, Seat};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::{TestServer, server_binary};
 use carcassonne_tests::table::Table;
@@ -16,22 +16,6 @@ fn code(body: &Value) -> &str {
 /// A short game, so that the test plays several to their end.
 fn short_rules() -> Value {
     json!({ "tile_limit": 6 })
-}
-
-struct Player {
-    id: String,
-    secret: String,
-}
-
-async fn register(api: &Api, name: &str) -> Player {
-    let (status, created) = api
-        .post("/api/players", json!({ "display_name": name }))
-        .await;
-    assert_eq!(status, 201, "{created}");
-    Player {
-        id: created["id"].as_str().unwrap().to_owned(),
-        secret: created["secret"].as_str().unwrap().to_owned(),
-    }
 }
 
 fn identity(player: &Player) -> Value {
@@ -91,9 +75,9 @@ async fn rated_games_change_ratings_and_a_rebuild_reproduces_them() {
         let server = TestServer::start(&database.url()).await;
         let api = Api::new(server.http());
         let players = [
-            register(&api, "ann").await,
-            register(&api, "bob").await,
-            register(&api, "cy").await,
+            api.register("ann").await,
+            api.register("bob").await,
+            api.register("cy").await,
         ];
 
         // Guests and bots are refused a rated lobby's seats, with a typed error.
