@@ -98,3 +98,59 @@ pub struct FeatureScore {
 fn is_false(value: &bool) -> bool {
     !value
 }
+
+/// Where one player's points came from, by the kind of feature that paid them. An
+/// abbot's recall counts for the monastery or garden it stood on. Over every event of a
+/// game the five add up to the player's score.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+pub struct PointsByKind {
+    pub road: u32,
+    pub city: u32,
+    pub monastery: u32,
+    pub garden: u32,
+    pub field: u32,
+}
+
+impl PointsByKind {
+    /// The sum of the five kinds.
+    pub fn total(&self) -> u32 {
+        [
+            self.road,
+            self.city,
+            self.monastery,
+            self.garden,
+            self.field,
+        ]
+        .into_iter()
+        .fold(0, u32::saturating_add)
+    }
+
+    /// Adds what `events` paid `seat`.
+    pub fn add_events(&mut self, seat: Seat, events: &[Event]) {
+        for event in events {
+            match event {
+                Event::FeatureScored(score) if score.scorers.contains(&seat) => {
+                    self.add(score.kind, score.points)
+                }
+                Event::AbbotRecalled { figure, points } if figure.player == seat => {
+                    self.add(figure.spot.kind(), *points)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn add(&mut self, kind: SegmentKind, points: u32) {
+        let slot = match kind {
+            SegmentKind::Road => &mut self.road,
+            SegmentKind::City => &mut self.city,
+            SegmentKind::Monastery => &mut self.monastery,
+            SegmentKind::Garden => &mut self.garden,
+            SegmentKind::Field => &mut self.field,
+            // Rivers belong to nobody and never score.
+            SegmentKind::River => return,
+        };
+        *slot = slot.saturating_add(points);
+    }
+}

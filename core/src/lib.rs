@@ -27,7 +27,7 @@ mod scoring;
 pub mod tiles;
 
 pub use board::PlacedTile;
-pub use events::{Event, FeatureScore};
+pub use events::{Event, FeatureScore, PointsByKind};
 pub use figures::{FigureKind, PlacedFigure, Seat, Supply};
 pub use game::{Game, Move, Phase, PlayError, Setup, SetupError, Stack};
 pub use geometry::{BySide, HalfSide, Pos, Rotation, Side};

@@ -9,8 +9,8 @@
 use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, GameRecord, TurnRecord, replay};
 use carcassonne_core::{
-    Expansion, FigureKind, Game, Move, Phase, PlacedTile, Pos, Rotation, Rules, Setup, Side, Spot,
-    Stack, TileId,
+    Expansion, FigureKind, Game, Move, Phase, PlacedTile, PointsByKind, Pos, Rotation, Rules, Seat,
+    Setup, Side, Spot, Stack, TileId,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -268,13 +268,18 @@ proptest! {
         let mut rng = ChaCha8Rng::seed_from_u64(move_seed);
         let mut moves = Vec::new();
         let mut turn_scores = Vec::new();
+        let mut points = vec![PointsByKind::default(); usize::from(game.players())];
         figures_are_conserved(&game)?;
         tiles_are_conserved(&game)?;
         while game.phase() != Phase::Over {
             let before = game.clone();
             let mv = pick(&mut rng, &game.legal_moves());
             let ends = game.check_ends_game(mv);
-            prop_assert!(game.play(mv).is_ok());
+            let events = game.play(mv);
+            prop_assert!(events.is_ok());
+            for (seat, points) in points.iter_mut().enumerate() {
+                points.add_events(seat as Seat, events.as_deref().unwrap_or_default());
+            }
             prop_assert_eq!(ends, Ok(game.phase() == Phase::Over), "{:?}", mv);
             check_step(&game, &before, mv)?;
             moves.push(mv);
@@ -283,6 +288,8 @@ proptest! {
             }
         }
         prop_assert!(game.legal_moves().is_empty());
+        let totals: Vec<u32> = points.iter().map(PointsByKind::total).collect();
+        prop_assert_eq!(&totals[..], game.scores(), "points by kind add up to the scores");
         for tile in game.tiles() {
             edges_match_around(&game, tile)?;
         }

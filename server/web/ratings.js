@@ -68,14 +68,49 @@ export class PlayerView {
       const player = await api("GET", `/players/${this.id}`);
       const histories = await Promise.all(player.ratings.map((rating) =>
         api("GET", `/players/${this.id}/ratings/${rating.pool}?limit=20`)));
+      const me = identity()?.id;
+      // A browser whose identity the server no longer knows still sees the profile.
+      const versus = me && me !== player.id
+        ? await api("GET", `/players/${me}/head-to-head/${player.id}`).catch(() => null) : null;
       mount(this.root, h("section", { class: "history profile" },
         h("h2", {}, player.display_name),
         h("p", {}, `${player.games} games · ${player.wins} wins · average score ${one(player.average_score)} · `,
           h("a", { href: `#/history?player=${player.id}` }, "matches")),
+        versus ? this.headToHead(versus) : null,
+        player.games ? this.points(player) : null,
+        this.recent(player.recent_matches),
         player.ratings.length ? player.ratings.map((rating, index) => this.pool(rating, histories[index])) : h("p", {}, "No rated game yet.")));
     } catch (error) {
       mount(this.root, h("p", { role: "alert" }, error.message));
     }
+  }
+
+  /** The mean points per game from each kind of feature. */
+  points(player) {
+    const kinds = [["city", "Cities"], ["road", "Roads"], ["monastery", "Monasteries"], ["garden", "Gardens"], ["field", "Fields"]];
+    return h("table", { class: "score-table points" },
+      h("caption", {}, "Points per game by feature"),
+      h("tbody", {}, kinds.map(([kind, name]) =>
+        h("tr", {}, h("th", { scope: "row" }, name), h("td", {}, one(player.points[kind] / player.games))))));
+  }
+
+  recent(matches) {
+    if (!matches.length) return h("p", {}, "No finished public match yet.");
+    return h("div", { class: "pool" }, h("h3", {}, "Recent matches"),
+      h("ul", { class: "listing", "aria-label": "Recent matches" }, matches.map((match) => {
+        const seat = match.seats.find((entry) => entry.player_id === this.id);
+        const result = seat ? `${seat.score} points${seat.winner ? " · won" : ""}` : "";
+        return h("li", {}, h("a", { href: `#/match/${match.id}` }, match.name),
+          ` · ${match.player_count} players · ${result} · ${new Date(match.finished_at).toLocaleString()}`);
+      })));
+  }
+
+  /** This browser's player against the one shown. */
+  headToHead(versus) {
+    if (!versus.games) return h("p", { class: "versus" }, `You have not played ${versus.opponent.display_name} yet.`);
+    return h("p", { class: "versus" },
+      `You against ${versus.opponent.display_name}: ${versus.games} games · you won ${versus.wins}, they won ${versus.opponent_wins} · `
+      + `average ${one(versus.average_score)} to ${one(versus.opponent_average_score)}`);
   }
 
   pool(rating, history) {

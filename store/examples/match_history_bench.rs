@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use carcassonne_core::{Expansion, Rules};
+use carcassonne_core::{Expansion, PointsByKind, Rules};
 use carcassonne_store::ratings::{Entrant, RatedMatch, RatedSeat, RatingPool, places_by_score};
 use carcassonne_store::{
     Backend, FinishedMatch, LeaderboardCursor, MatchCursor, MatchFilter, MatchSeat, MatchStatus,
@@ -244,13 +244,15 @@ fn generate_seats(random: &mut Random, players: &[PlayerRow], count: usize) -> V
                 Some(skewed_player(random, players, &taken))
             };
             taken.extend(player_id);
+            let score = 20 + random.below(130) as u32;
             MatchSeat {
                 seat: seat as u8,
                 display_name: format!("seat {seat}"),
                 player_id,
-                score: 20 + random.below(130) as u32,
+                score,
                 winner: false,
                 resigned: false,
+                points: split_score(score),
             }
         })
         .collect();
@@ -368,11 +370,12 @@ struct Case {
 }
 
 /// The queries timed, with arguments chosen from the generated history.
-fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
+fn cases(keys: &HistoryKeys) -> (Vec<Case>, Players, Uuid) {
     let mut by_count: Vec<(&Uuid, &Vec<(Millis, Uuid)>)> = keys.by_player.iter().collect();
     by_count.sort_by_key(|(id, matches)| (std::cmp::Reverse(matches.len()), **id));
     let (&busiest, busiest_matches) = by_count[0];
     let (&typical, _) = by_count[by_count.len() / 2];
+    let (&rival, _) = by_count[1];
     let cursor = |key: (Millis, Uuid)| MatchCursor {
         finished_at: key.0,
         id: key.1,
@@ -460,13 +463,28 @@ fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
                     expansions: vec![Expansion::River],
                     players: Some(3),
                     status: None,
+                    opponent: None,
                     include_private: false,
                 },
                 None,
             ),
         },
         Case {
+            name: "player + opponent (two busiest): first page",
+            list: list(
+                MatchFilter {
+                    opponent: Some(rival),
+                    ..player_filter(busiest)
+                },
+                None,
+            ),
+        },
+        Case {
             name: "player_stats (busiest)",
+            list: None,
+        },
+        Case {
+            name: "head_to_head (two busiest)",
             list: None,
         },
         Case {
@@ -490,7 +508,29 @@ fn cases(keys: &HistoryKeys) -> (Vec<Case>, Uuid, Uuid) {
             list: None,
         },
     ];
-    (cases, busiest, keys.matches[keys.matches.len() / 3].1)
+    let players = Players { busiest, rival };
+    (cases, players, keys.matches[keys.matches.len() / 3].1)
+}
+
+/// The two players with the most matches, whom the per-player queries ask about.
+#[derive(Clone, Copy)]
+struct Players {
+    busiest: Uuid,
+    rival: Uuid,
+}
+
+/// A plausible split of a final score: most from cities and fields.
+fn split_score(score: u32) -> PointsByKind {
+    let city = score * 4 / 10;
+    let road = score * 2 / 10;
+    let monastery = score / 10;
+    PointsByKind {
+        road,
+        city,
+        monastery,
+        garden: 0,
+        field: score - city - road - monastery,
+    }
 }
 
 fn player_filter(player: Uuid) -> MatchFilter {
@@ -537,7 +577,8 @@ where
     }
 }
 
-async fn time_case(store: &Store, case: &Case, runs: usize, player: Uuid, id: Uuid) -> Timing {
+async fn time_case(store: &Store, case: &Case, runs: usize, players: Players, id: Uuid) -> Timing {
+    let player = players.busiest;
     match (&case.list, case.name) {
         (Some((filter, after)), _) => {
             time(runs, || async {
@@ -550,6 +591,13 @@ async fn time_case(store: &Store, case: &Case, runs: usize, player: Uuid, id: Uu
             time(runs, || async {
                 let stats = store.player_stats(player).await.expect("stats");
                 stats.map_or(0, |stats| stats.games as usize)
+            })
+            .await
+        }
+        (None, "head_to_head (two busiest)") => {
+            time(runs, || async {
+                let record = store.head_to_head(player, players.rival).await;
+                record.expect("head to head").games as usize
             })
             .await
         }
@@ -727,7 +775,7 @@ async fn bench_backend(backend: Backend, options: &Options) -> Vec<(String, Timi
         started.elapsed()
     );
     println!("  database size: {:.0} MiB", database.size_mib().await);
-    let (cases, player, id) = cases(&keys);
+    let (cases, players, id) = cases(&keys);
     let mut timings = Vec::new();
     for case in &cases {
         if let (true, Some((filter, after))) = (options.explain, &case.list) {
@@ -738,7 +786,7 @@ async fn bench_backend(backend: Backend, options: &Options) -> Vec<(String, Timi
                 plan.replace('\n', "\n    ")
             );
         }
-        let timing = time_case(&store, case, options.runs, player, id).await;
+        let timing = time_case(&store, case, options.runs, players, id).await;
         timings.push((case.name.to_owned(), timing));
     }
     store.close().await;

@@ -68,11 +68,11 @@ use ratings::{RatingChange, RatingPool};
 pub use leases::LeaseHolder;
 pub use options::StoreOptions;
 pub use records::{
-    FinishedMatch, GameLog, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus,
-    MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat, MatchStatus,
-    MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, QueueRound,
-    QueueTicket, QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow, StoredAt,
-    TicketStatus, TimeControl,
+    FinishedMatch, GameLog, HeadToHead, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow,
+    LobbyStatus, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat,
+    MatchStatus, MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats,
+    QueueRound, QueueTicket, QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow,
+    StoredAt, TicketStatus, TimeControl,
 };
 
 use std::pin::Pin;
@@ -850,7 +850,18 @@ impl Store {
         on_backend!(self, "match_record", db => db.match_record(id))
     }
 
-    /// Games, wins and average score of a player identity; `None` if it does not exist.
+    /// Two players' record in the matches both took a seat in, private ones included
+    /// (only counts and scores are given).
+    pub async fn head_to_head(
+        &self,
+        player: Uuid,
+        opponent: Uuid,
+    ) -> Result<HeadToHead, StoreError> {
+        on_backend!(self, "head_to_head", db => db.head_to_head(player, opponent))
+    }
+
+    /// Games, wins, average score and points by kind of a player identity; `None` if it
+    /// does not exist.
     pub async fn player_stats(&self, id: Uuid) -> Result<Option<PlayerStats>, StoreError> {
         on_backend!(self, "player_stats", db => db.player_stats(id))
     }

@@ -116,6 +116,14 @@ impl Conditions {
             let placeholder = self.param(Param::BigInt(to));
             self.push(format!("{time_column} < {placeholder}"));
         }
+        // One probe of the `(match_id, player_id)` unique index per listed match.
+        if let Some(opponent) = filter.opponent {
+            let placeholder = self.param(Param::Uuid(opponent));
+            self.push(format!(
+                "EXISTS (SELECT 1 FROM match_players o \
+                 WHERE o.match_id = m.id AND o.player_id = {placeholder})"
+            ));
+        }
         if let Some(players) = filter.players {
             let placeholder = self.param(Param::SmallInt(i16::from(players)));
             self.push(format!("m.player_count = {placeholder}"));
@@ -290,6 +298,7 @@ mod tests {
             expansions: vec![Expansion::Abbot, Expansion::River],
             players: Some(4),
             status: Some(MatchStatus::Abandoned),
+            opponent: Some(Uuid::from_u128(3)),
             include_private: false,
         };
         let cursor = MatchCursor {
@@ -300,12 +309,14 @@ mod tests {
         assert_placeholders_match(&query);
         assert!(query.sql.contains("p.finished_at >= $4"));
         assert!(query.sql.contains("p.finished_at < $5"));
-        assert!(query.sql.contains("m.player_count = $6"));
-        assert!(query.sql.contains("m.status = $7"));
+        assert!(query.sql.contains("o.player_id = $6)"));
+        assert!(query.sql.contains("m.player_count = $7"));
+        assert!(query.sql.contains("m.status = $8"));
         assert!(query.sql.contains("m.expansions IN (3, 7, 11, 15)"));
-        assert_eq!(query.params[5], Param::SmallInt(4));
-        assert_eq!(query.params[6], Param::Text("abandoned"));
-        assert_eq!(query.params.len(), 8);
+        assert_eq!(query.params[5], Param::Uuid(Uuid::from_u128(3)));
+        assert_eq!(query.params[6], Param::SmallInt(4));
+        assert_eq!(query.params[7], Param::Text("abandoned"));
+        assert_eq!(query.params.len(), 9);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! is the business of `queries/`, and how its values fit the columns of `convert`.
 
 use crate::ratings::{RatedMatch, Rating, RatingChange, RatingPool};
-use carcassonne_core::{Expansion, Move, Rules};
+use carcassonne_core::{Expansion, Move, PointsByKind, Rules};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -213,6 +213,9 @@ pub struct MatchSeat {
     pub winner: bool,
     /// Whether the seat's player resigned before the end.
     pub resigned: bool,
+    /// Where the score came from, by kind of feature.
+    #[serde(default)]
+    pub points: PointsByKind,
 }
 
 /// Everything written when a game ends.
@@ -265,6 +268,8 @@ pub struct MatchDetail {
 pub struct MatchFilter {
     /// Matches this player identity took a seat in.
     pub player: Option<Uuid>,
+    /// Matches this other player identity took a seat in too.
+    pub opponent: Option<Uuid>,
     /// Finished at or after.
     pub from: Option<Millis>,
     /// Finished before.
@@ -300,6 +305,23 @@ pub struct PlayerStats {
     pub wins: u64,
     /// Mean final score over the player's matches; 0 with no matches.
     pub average_score: f64,
+    /// Every point of those matches, by the kind of feature that paid it.
+    pub points: PointsByKind,
+}
+
+/// Two players' record in the matches they both played, each seen from `player`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HeadToHead {
+    pub games: u64,
+    /// Matches `player` won (a shared win counts for both).
+    pub wins: u64,
+    pub opponent_wins: u64,
+    /// Matches `player` ended with more points than the opponent.
+    pub ahead: u64,
+    pub opponent_ahead: u64,
+    /// Mean final scores over those matches; 0 with none.
+    pub average_score: f64,
+    pub opponent_average_score: f64,
 }
 
 /// Where the next page of a leaderboard starts: the last entry's rating and player.

@@ -100,6 +100,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0011_player_logins.sql"),
         sqlite: include_str!("../../migrations/sqlite/0011_player_logins.sql"),
     },
+    EmbeddedMigration {
+        version: 12,
+        description: "points by kind",
+        postgres: include_str!("../../migrations/postgres/0012_points_by_kind.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0012_points_by_kind.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -636,8 +636,9 @@ async fn the_final_table_counts_inns_and_cathedrals_apart_from_roads_and_cities(
 }
 
 /// A rated lobby made from the form registers this browser's player identity and offers
-/// no bots; a registered opponent joins over REST; the profile and the leaderboards show
-/// what the server holds, and pass axe-core.
+/// no bots; a registered opponent joins over REST; the profiles (the player's own, and
+/// the opponent's with the record between them) and the leaderboards show what the
+/// server holds, and pass axe-core.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_show_ratings() {
     let _turn = ONE_AT_A_TIME.lock().await;
@@ -678,6 +679,25 @@ async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_sho
         .await;
     page.wait_for("section.profile p").await;
     page.assert_accessible("profile").await;
+    // Another player's profile says how this browser's player fares against them.
+    let bob_id = bob["id"].as_str().unwrap();
+    page.goto(&format!("{base}/#/player/{bob_id}")).await;
+    page.wait_until("document.querySelector('section.profile h2')?.textContent === 'bob'")
+        .await;
+    let versus = page
+        .eval("document.querySelector('p.versus').textContent")
+        .await;
+    assert_eq!(versus, "You have not played bob yet.");
+    let recent = page
+        .eval("document.querySelector('section.profile').textContent")
+        .await;
+    assert!(
+        recent
+            .as_str()
+            .unwrap()
+            .contains("No finished public match yet."),
+        "{recent}"
+    );
     page.goto(&format!("{base}/#/leaderboards/multiplayer"))
         .await;
     page.wait_until(

@@ -1,7 +1,8 @@
 //! Rated play over real sockets on both databases: only registered players take a rated
 //! lobby's seats, finished rated games change ratings (in the match, the profile and the
-//! rating history), and `carcassonne-server ratings rebuild` on the stopped server's
-//! database reproduces every number.
+//! rating history), profiles add points up by kind and give two players' record, and
+//! `carcassonne-server ratings rebuild` on the stopped server's database reproduces
+//! every number.
 
 use carcassonne_tests::client::{Api, Player, Seat};
 use carcassonne_tests::database::TestDatabase;
@@ -67,6 +68,100 @@ async fn ratings_seen(api: &Api, players: &[Player], matches: &[String]) -> Vec<
         seen.push(detail["ratings"].clone());
     }
     seen
+}
+
+/// The five kinds of points of a `points` object, added up.
+fn points_total(points: &Value) -> u64 {
+    ["road", "city", "monastery", "garden", "field"]
+        .iter()
+        .map(|kind| points[kind].as_u64().unwrap())
+        .sum()
+}
+
+/// The seat `player` took in a match's detail.
+fn seat_of<'a>(detail: &'a Value, player: &Player) -> Option<&'a Value> {
+    detail["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|seat| seat["player_id"] == player.id.as_str())
+}
+
+/// Ann's profile: her points by kind add up to her scores, match by match and in
+/// total; her newest matches are listed; her record against Bob and Cy matches the
+/// matches' results.
+async fn profiles_add_up(api: &Api, players: &[Player], matches: &[String]) {
+    let mut details = Vec::new();
+    for id in matches {
+        let (_, detail) = api.get(&format!("/api/matches/{id}")).await;
+        for seat in detail["seats"].as_array().unwrap() {
+            assert_eq!(
+                points_total(&seat["points"]),
+                seat["score"].as_u64().unwrap(),
+                "{detail}"
+            );
+        }
+        details.push(detail);
+    }
+    let [ann, bob, cy] = players else {
+        panic!("three players")
+    };
+    let (_, profile) = api.get(&format!("/api/players/{}", ann.id)).await;
+    let scored: u64 = details
+        .iter()
+        .map(|detail| seat_of(detail, ann).unwrap()["score"].as_u64().unwrap())
+        .sum();
+    assert!(scored > 0, "{details:?}");
+    assert_eq!(points_total(&profile["points"]), scored, "{profile}");
+    let recent: Vec<&str> = profile["recent_matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|listed| listed["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        recent,
+        [matches[1].as_str(), matches[0].as_str()],
+        "newest first"
+    );
+
+    let path = format!("/api/players/{}/head-to-head/{}", ann.id, bob.id);
+    let (status, versus) = api.get(&path).await;
+    assert_eq!(status, 200, "{versus}");
+    let count = |test: &dyn Fn(&Value, &Value) -> bool| {
+        details
+            .iter()
+            .filter(|detail| test(seat_of(detail, ann).unwrap(), seat_of(detail, bob).unwrap()))
+            .count() as u64
+    };
+    assert_eq!(versus["games"], 2);
+    assert_eq!(
+        versus["wins"],
+        count(&|a, _| a["winner"] == true),
+        "{versus}"
+    );
+    assert_eq!(
+        versus["opponent_wins"],
+        count(&|_, b| b["winner"] == true),
+        "{versus}"
+    );
+    let ahead = count(&|a, b| a["score"].as_u64() > b["score"].as_u64());
+    assert_eq!(versus["ahead"], ahead, "{versus}");
+    let shared = format!("/api/players/{}/matches?opponent={}", ann.id, cy.id);
+    let (_, listed) = api.get(&shared).await;
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["items"][0]["id"], matches[1].as_str());
+
+    let myself = format!("/api/players/{}/head-to-head/{}", ann.id, ann.id);
+    let (status, body) = api.get(&myself).await;
+    assert_eq!((status, code(&body)), (400, "bad_request"), "{body}");
+    let nobody = format!(
+        "/api/players/{}/head-to-head/{}",
+        ann.id,
+        uuid::Uuid::new_v4()
+    );
+    let (status, body) = api.get(&nobody).await;
+    assert_eq!((status, code(&body)), (404, "not_found"), "{body}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,6 +245,7 @@ async fn rated_games_change_ratings_and_a_rebuild_reproduces_them() {
         );
         let (status, body) = api.get("/api/leaderboards/chess").await;
         assert_eq!((status, code(&body)), (404, "not_found"));
+        profiles_add_up(&api, &players, &matches).await;
 
         let before = ratings_seen(&api, &players, &matches).await;
         server.terminate().await;

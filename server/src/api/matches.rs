@@ -10,7 +10,7 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use carcassonne_core::{Expansion, FeatureScore, Rules};
+use carcassonne_core::{Expansion, FeatureScore, PointsByKind, Rules};
 use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{MatchCursor, MatchFilter, MatchSeat, MatchStatus, MatchSummary};
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,9 @@ const MAX_LIMIT: u32 = 100;
 pub struct MatchQuery {
     /// Only matches this player identity played.
     pub player: Option<Uuid>,
+    /// Only matches this player identity played too: with `player` (or on a player's
+    /// list), the two players' matches together.
+    pub opponent: Option<Uuid>,
     /// Finished at or after this RFC 3339 time.
     #[param(format = DateTime)]
     pub from: Option<String>,
@@ -73,6 +76,9 @@ pub struct SeatResult {
     pub winner: bool,
     /// Whether the seat's player resigned before the end (a resigned seat never wins).
     pub resigned: bool,
+    /// Where `score` came from, by kind of feature (an abbot's recall counts for its
+    /// monastery or garden).
+    pub points: PointsByKind,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -93,7 +99,7 @@ pub struct MatchDetailView {
     pub ratings: Vec<RatingChange>,
 }
 
-fn match_view(summary: MatchSummary) -> MatchView {
+pub fn match_view(summary: MatchSummary) -> MatchView {
     MatchView {
         id: summary.id,
         name: summary.name,
@@ -115,6 +121,7 @@ fn seat_result(seat: MatchSeat) -> SeatResult {
         score: seat.score,
         winner: seat.winner,
         resigned: seat.resigned,
+        points: seat.points,
     }
 }
 
@@ -154,6 +161,7 @@ fn parse_time(field: &str, text: Option<&str>) -> Result<Option<i64>, AppError> 
 fn filter_of(query: &MatchQuery) -> Result<MatchFilter, AppError> {
     Ok(MatchFilter {
         player: query.player,
+        opponent: query.opponent,
         from: parse_time("from", query.from.as_deref())?,
         to: parse_time("to", query.to.as_deref())?,
         expansions: parse_expansions(query.expansions.as_deref().unwrap_or_default())?,

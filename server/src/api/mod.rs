@@ -31,7 +31,7 @@ use utoipa::{Modify, OpenApi};
         lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
-        players::create_player, players::sign_in, players::show_player, matches::player_matches,
+        players::create_player, players::sign_in, players::show_player, matches::player_matches, players::head_to_head,
         ratings::leaderboard, ratings::rating_history,
         queue::join_queue, queue::show_ticket, queue::cancel_ticket, queue::ticket_events,
         matches::list_matches, matches::show_match, matches::match_record,
@@ -144,6 +144,10 @@ pub fn router() -> Router<AppState> {
         .route("/players/sign-in", post(players::sign_in))
         .route("/players/{id}", get(players::show_player))
         .route("/players/{id}/matches", get(matches::player_matches))
+        .route(
+            "/players/{id}/head-to-head/{opponent}",
+            get(players::head_to_head),
+        )
         .route("/players/{id}/ratings/{pool}", get(ratings::rating_history))
         .route("/leaderboards/{pool}", get(ratings::leaderboard))
         .route("/queue", post(queue::join_queue))

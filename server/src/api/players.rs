@@ -1,12 +1,14 @@
 //! Lasting player identities: `POST /api/players`, `POST /api/players/sign-in` (an
 //! account of another site, by its JWT), `GET /api/players/{id}` (with the player's
-//! record and ratings).
+//! record, points by kind, ratings and newest matches), and
+//! `GET /api/players/{id}/head-to-head/{opponent}`.
 //!
 //! An identity is an id and a secret (shown once, stored hashed). Joining a seat with it
 //! puts the match in the player's history; a guest joins with a display name only.
 
 use crate::api::extract::{AppJson, AppPath};
 use crate::api::headers::bearer_token;
+use crate::api::matches::{MatchView, match_view};
 use crate::api::ratings::PlayerRatingView;
 use crate::auth::Token;
 use crate::clock::{now_millis, rfc3339};
@@ -16,7 +18,8 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use carcassonne_store::{PlayerRow, PlayerStats, Store};
+use carcassonne_core::PointsByKind;
+use carcassonne_store::{MatchFilter, PlayerRow, PlayerStats, Store};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -45,8 +48,36 @@ pub struct PlayerView {
     pub games: u64,
     pub wins: u64,
     pub average_score: f64,
+    /// Every point of the player's matches, by the kind of feature that paid it.
+    pub points: PointsByKind,
     /// The player's rating in each pool they have played rated games in.
     pub ratings: Vec<PlayerRatingView>,
+    /// The player's newest public matches, at most five: `GET
+    /// /api/players/{id}/matches` lists them all.
+    pub recent_matches: Vec<MatchView>,
+}
+
+/// Two players' record in the matches both played (private ones counted too), seen
+/// from `player`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeadToHeadView {
+    pub player: PlayerName,
+    pub opponent: PlayerName,
+    pub games: u64,
+    /// Matches `player` won; a shared win counts for both.
+    pub wins: u64,
+    pub opponent_wins: u64,
+    /// Matches `player` ended with more points than the opponent.
+    pub ahead: u64,
+    pub opponent_ahead: u64,
+    pub average_score: f64,
+    pub opponent_average_score: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlayerName {
+    pub id: Uuid,
+    pub display_name: String,
 }
 
 /// Who is taking a seat: a lasting identity (id and secret), or a guest by name.
@@ -189,6 +220,11 @@ pub async fn show_player(
     let player = state.store.player(id).await?.ok_or_else(not_found)?;
     let stats: PlayerStats = state.store.player_stats(id).await?.ok_or_else(not_found)?;
     let ratings = state.store.player_ratings(id).await?;
+    let theirs = MatchFilter {
+        player: Some(id),
+        ..MatchFilter::default()
+    };
+    let recent = state.store.matches(&theirs, None, RECENT_MATCHES).await?;
     Ok(Json(PlayerView {
         id,
         display_name: player.display_name,
@@ -196,6 +232,51 @@ pub async fn show_player(
         games: stats.games,
         wins: stats.wins,
         average_score: stats.average_score,
+        points: stats.points,
         ratings: ratings.into_iter().map(PlayerRatingView::from).collect(),
+        recent_matches: recent.items.into_iter().map(match_view).collect(),
     }))
+}
+
+/// How many matches a profile shows.
+const RECENT_MATCHES: u32 = 5;
+
+#[utoipa::path(get, path = "/api/players/{id}/head-to-head/{opponent}", tag = "players",
+    params(("id" = Uuid, Path, description = "player id"),
+        ("opponent" = Uuid, Path, description = "the other player's id")),
+    responses((status = 200, body = HeadToHeadView, description = "The two players' record against each other"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: an id is not a UUID, or both are the same player"),
+        (status = 404, body = ErrorResponse, description = "`not_found`: no player with one of these ids")))]
+pub async fn head_to_head(
+    State(state): State<AppState>,
+    AppPath((id, opponent)): AppPath<(Uuid, Uuid)>,
+) -> Result<Json<HeadToHeadView>, AppError> {
+    if id == opponent {
+        return Err(AppError::BadRequest(
+            "a player has no record against themselves".into(),
+        ));
+    }
+    let player = player_name(&state.store, id).await?;
+    let opponent = player_name(&state.store, opponent).await?;
+    let record = state.store.head_to_head(player.id, opponent.id).await?;
+    Ok(Json(HeadToHeadView {
+        player,
+        opponent,
+        games: record.games,
+        wins: record.wins,
+        opponent_wins: record.opponent_wins,
+        ahead: record.ahead,
+        opponent_ahead: record.opponent_ahead,
+        average_score: record.average_score,
+        opponent_average_score: record.opponent_average_score,
+    }))
+}
+
+async fn player_name(store: &Store, id: Uuid) -> Result<PlayerName, AppError> {
+    let player = store.player(id).await?;
+    let player = player.ok_or(AppError::NotFound("no player with this id"))?;
+    Ok(PlayerName {
+        id,
+        display_name: player.display_name,
+    })
 }

@@ -10,7 +10,7 @@ use crate::clock::rfc3339;
 use carcassonne_core::Rules;
 use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, DeckProof, TurnRecord};
-use carcassonne_core::{Event, FeatureScore, Game, Move, TileId};
+use carcassonne_core::{Event, FeatureScore, Game, Move, PointsByKind, TileId};
 use carcassonne_store::ratings::{Entrant, RatedMatch, RatedSeat, RatingPool, places_by_score};
 use carcassonne_store::{
     FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
@@ -30,6 +30,8 @@ pub struct MatchBuilder<'a> {
     pub last: Option<&'a MoveRow>,
     /// Features scored before the last move.
     pub breakdown: &'a [FeatureScore],
+    /// Each seat's points by kind before the last move.
+    pub points: &'a [PointsByKind],
     /// The events of the last move.
     pub events: &'a [Event],
     pub status: MatchStatus,
@@ -50,6 +52,7 @@ impl MatchBuilder<'_> {
                 score: scores.get(seat.seat as usize).copied().unwrap_or(0),
                 winner: winners.contains(&seat.seat),
                 resigned: seat.control == SeatControl::Resigned,
+                points: self.points_of(seat.seat),
             })
             .collect();
         let mut breakdown = self.breakdown.to_vec();
@@ -74,6 +77,17 @@ impl MatchBuilder<'_> {
                 .then(|| rated_match(self.seats, scores))
                 .flatten(),
         }
+    }
+
+    /// What the seat scored by kind of feature, the last move included.
+    fn points_of(&self, seat: u8) -> PointsByKind {
+        let mut points = self
+            .points
+            .get(usize::from(seat))
+            .copied()
+            .unwrap_or_default();
+        points.add_events(seat, self.events);
+        points
     }
 
     /// The game in the notation of `notation.md`, with the server's extras. An abandoned

@@ -1,6 +1,6 @@
 //! The history of finished matches: writing a result, listing, detail and statistics.
 
-use carcassonne_core::{Move, Rules};
+use carcassonne_core::{Move, PointsByKind, Rules};
 use sqlx::query::Query;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, ColumnIndex, Database, Decode, Executor, Row};
@@ -10,15 +10,15 @@ use super::{Bind, Column, SqlBackend, SqlStore, Tx};
 use crate::convert::{TextColumn, expansions_mask, fit};
 use crate::match_query::{MatchListQuery, Param, match_list_query, placeholders, values_rows};
 use crate::{
-    FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchSeat,
-    MatchStatus, MatchSummary, PlayerStats, StoreError, TimeControl,
+    FinishedMatch, HeadToHead, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter, MatchPage,
+    MatchSeat, MatchStatus, MatchSummary, PlayerStats, StoreError, TimeControl,
 };
 
 /// Matches written per multi-row `INSERT` when importing: few enough that the statement
 /// stays far below both databases' limits on bind parameters (SQLite 32766).
 const MATCHES_PER_INSERT: usize = 100;
 
-/// Seat rows written per multi-row `INSERT`, 8 parameters each.
+/// Seat rows written per multi-row `INSERT`, 13 parameters each.
 const SEATS_PER_INSERT: usize = 500;
 
 /// A query on driver `DB`, before or after its parameters are bound.
@@ -126,7 +126,12 @@ where
         let row = sqlx::query(
             "SELECT COUNT(mp.match_id) AS games, \
              COALESCE(SUM(CASE WHEN mp.winner THEN 1 ELSE 0 END), 0) AS wins, \
-             COALESCE(SUM(mp.score), 0) AS total_score \
+             COALESCE(SUM(mp.score), 0) AS total_score, \
+             COALESCE(SUM(mp.road_points), 0) AS road_points, \
+             COALESCE(SUM(mp.city_points), 0) AS city_points, \
+             COALESCE(SUM(mp.monastery_points), 0) AS monastery_points, \
+             COALESCE(SUM(mp.garden_points), 0) AS garden_points, \
+             COALESCE(SUM(mp.field_points), 0) AS field_points \
              FROM players pl LEFT JOIN match_players mp ON mp.player_id = pl.id \
              WHERE pl.id = $1 GROUP BY pl.id",
         )
@@ -134,6 +139,50 @@ where
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(Self::stats_from_row).transpose()
+    }
+
+    pub(crate) async fn head_to_head(
+        &self,
+        player: Uuid,
+        opponent: Uuid,
+    ) -> Result<HeadToHead, StoreError> {
+        let row = sqlx::query(
+            "SELECT COUNT(a.match_id) AS games, \
+             COALESCE(SUM(CASE WHEN a.winner THEN 1 ELSE 0 END), 0) AS wins, \
+             COALESCE(SUM(CASE WHEN b.winner THEN 1 ELSE 0 END), 0) AS opponent_wins, \
+             COALESCE(SUM(CASE WHEN a.score > b.score THEN 1 ELSE 0 END), 0) AS ahead, \
+             COALESCE(SUM(CASE WHEN b.score > a.score THEN 1 ELSE 0 END), 0) AS opponent_ahead, \
+             COALESCE(SUM(a.score), 0) AS total_score, \
+             COALESCE(SUM(b.score), 0) AS opponent_total_score \
+             FROM match_players a \
+             JOIN match_players b ON b.match_id = a.match_id AND b.player_id = $2 \
+             WHERE a.player_id = $1",
+        )
+        .bind(player)
+        .bind(opponent)
+        .fetch_one(&self.pool)
+        .await?;
+        let count = |name: &'static str| -> Result<u64, StoreError> {
+            fit(row.try_get::<i64, _>(name)?, name)
+        };
+        let games = count("games")?;
+        let average = |name: &'static str| -> Result<f64, StoreError> {
+            let total: i64 = row.try_get(name)?;
+            Ok(if games == 0 {
+                0.0
+            } else {
+                total as f64 / games as f64
+            })
+        };
+        Ok(HeadToHead {
+            games,
+            wins: count("wins")?,
+            opponent_wins: count("opponent_wins")?,
+            ahead: count("ahead")?,
+            opponent_ahead: count("opponent_ahead")?,
+            average_score: average("total_score")?,
+            opponent_average_score: average("opponent_total_score")?,
+        })
     }
 
     pub(crate) async fn import_matches(&self, matches: &[FinishedMatch]) -> Result<(), StoreError> {
@@ -218,8 +267,9 @@ where
         }
         let sql = format!(
             "INSERT INTO match_players (match_id, seat, display_name, player_id, score, winner, \
-             resigned, finished_at) VALUES {}",
-            values_rows(seats.len(), 8)
+             resigned, finished_at, road_points, city_points, monastery_points, garden_points, \
+             field_points) VALUES {}",
+            values_rows(seats.len(), 13)
         );
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for (result, seat) in seats {
@@ -232,6 +282,9 @@ where
                 .bind(seat.winner)
                 .bind(seat.resigned)
                 .bind(result.finished_at);
+            for points in points_columns(&seat.points) {
+                query = query.bind(fit::<u32, i32>(points, "points")?);
+            }
         }
         query.execute(&mut **tx).await?;
         Ok(())
@@ -243,7 +296,8 @@ where
             return Ok(());
         }
         let sql = format!(
-            "SELECT match_id, seat, display_name, player_id, score, winner, resigned \
+            "SELECT match_id, seat, display_name, player_id, score, winner, resigned, \
+             road_points, city_points, monastery_points, garden_points, field_points \
              FROM match_players WHERE match_id IN ({}) ORDER BY match_id, seat",
             placeholders(1, summaries.len())
         );
@@ -295,6 +349,7 @@ where
             score: fit(row.try_get::<i32, _>("score")?, "score")?,
             winner: row.try_get("winner")?,
             resigned: row.try_get("resigned")?,
+            points: Self::points_from_row::<i32>(row)?,
         })
     }
 
@@ -311,8 +366,38 @@ where
             games,
             wins,
             average_score,
+            points: Self::points_from_row::<i64>(row)?,
         })
     }
+
+    /// The five `*_points` columns of a row, as stored (`i32`) or summed (`i64`).
+    fn points_from_row<T>(row: &DB::Row) -> Result<PointsByKind, StoreError>
+    where
+        T: Column<DB> + Copy + std::fmt::Display,
+        u32: TryFrom<T>,
+    {
+        let column = |name: &'static str| -> Result<u32, StoreError> {
+            fit(row.try_get::<T, _>(name)?, name)
+        };
+        Ok(PointsByKind {
+            road: column("road_points")?,
+            city: column("city_points")?,
+            monastery: column("monastery_points")?,
+            garden: column("garden_points")?,
+            field: column("field_points")?,
+        })
+    }
+}
+
+/// A seat's points by kind in the order of the `*_points` columns.
+fn points_columns(points: &PointsByKind) -> [u32; 5] {
+    [
+        points.road,
+        points.city,
+        points.monastery,
+        points.garden,
+        points.field,
+    ]
 }
 
 /// The page size `limit` asks for, within bounds, and the query for such a page.

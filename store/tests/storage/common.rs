@@ -9,7 +9,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use carcassonne_core::{Expansion, FigureKind, Move, Pos, Rotation, Rules, Spot};
+use carcassonne_core::{Expansion, FigureKind, Move, PointsByKind, Pos, Rotation, Rules, Spot};
 use carcassonne_store::{
     Backend, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, MatchStatus, Millis, MoveOrigin,
     MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
@@ -469,6 +469,7 @@ pub fn finished_match(
             score,
             winner: score == best,
             resigned: false,
+            points: PointsByKind::default(),
         })
         .collect();
     let id = Uuid::new_v4();

@@ -79,6 +79,7 @@ fn sample_match(index: usize, players: &[PlayerRow]) -> FinishedMatch {
 fn selects(filter: &MatchFilter, result: &FinishedMatch) -> bool {
     let has_player = |player: Uuid| result.seats.iter().any(|s| s.player_id == Some(player));
     filter.player.is_none_or(has_player)
+        && filter.opponent.is_none_or(has_player)
         && filter.from.is_none_or(|from| result.finished_at >= from)
         && filter.to.is_none_or(|to| result.finished_at < to)
         && filter
@@ -173,6 +174,12 @@ backend_tests! {
                 status: Some(MatchStatus::Abandoned),
                 ..MatchFilter::default()
             },
+            MatchFilter {
+                player: Some(history.players[0].id),
+                opponent: Some(history.players[2].id),
+                ..MatchFilter::default()
+            },
+            MatchFilter { opponent: Some(history.players[4].id), ..MatchFilter::default() },
         ];
         for filter in &filters {
             let expected = history.expected(filter);
@@ -191,6 +198,7 @@ backend_tests! {
             expansions: vec![Expansion::River],
             players: Some(4),
             status: Some(MatchStatus::Finished),
+            opponent: None,
             include_private: false,
         };
         let expected = history.expected(&combined);

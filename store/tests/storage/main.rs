@@ -17,6 +17,7 @@ mod lobbies;
 mod moves;
 mod pg_proxy;
 mod players;
+mod profiles;
 mod queue;
 mod ratings;
 mod tls;

@@ -198,6 +198,11 @@ impl RoomMachine {
                 Event::FeatureScored(score) => Some(score.clone()),
                 _ => None,
             }));
+        self.points
+            .resize(self.seats.len(), PointsByKind::default());
+        for (seat, points) in self.points.iter_mut().enumerate() {
+            points.add_events(seat as u8, events);
+        }
     }
 
     // ---- Publishing ------------------------------------------------------------------

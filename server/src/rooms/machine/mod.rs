@@ -22,7 +22,9 @@ use crate::rooms::patch::patch_between;
 use crate::rooms::view::{ClockSource, PublicState, legal_moves, public_state};
 use crate::rooms::{Outgoing, RoomSettings, Text};
 use carcassonne_bots::BotLevel;
-use carcassonne_core::{Event, FeatureScore, Game, HiddenGame, Move, Phase, Setup, Stack};
+use carcassonne_core::{
+    Event, FeatureScore, Game, HiddenGame, Move, Phase, PointsByKind, Setup, Stack,
+};
 use carcassonne_store::{
     FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchStatus, Millis, MoveOrigin, MoveRow,
     SeatControl, SeatRow,
@@ -210,6 +212,8 @@ pub struct RoomMachine {
     log: Vec<MoveRow>,
     /// Every feature scored so far, for the match summary.
     breakdown: Vec<FeatureScore>,
+    /// Each seat's points so far by the kind of feature that paid them.
+    points: Vec<PointsByKind>,
     /// Accepted commands by (seat, command id), with their `seq`: a repeat gets the same
     /// acknowledgement and is never applied twice.
     accepted: HashMap<(u8, String), u64>,
@@ -245,6 +249,7 @@ impl RoomMachine {
             game: None,
             log: Vec::new(),
             breakdown: Vec::new(),
+            points: Vec::new(),
             accepted: HashMap::new(),
             clocks: None,
             outcome: None,
@@ -748,6 +753,7 @@ impl RoomMachine {
             log: &self.log,
             last,
             breakdown: &self.breakdown,
+            points: &self.points,
             events,
             status,
             finished_at: last.map_or(now, |row| row.created_at),

@@ -1,0 +1,33 @@
+-- Where each seat's points came from, by kind of feature, for Postgres;
+-- migrations/sqlite/ has the same change. The profile sums them per player.
+--
+-- Matches written before this migration are filled in from their scoring breakdown.
+-- That breakdown lists the features scored, not an abbot's recall, so on those old rows
+-- the five columns may add up to a little less than the score.
+
+ALTER TABLE match_players ADD COLUMN road_points INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE match_players ADD COLUMN city_points INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE match_players ADD COLUMN monastery_points INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE match_players ADD COLUMN garden_points INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE match_players ADD COLUMN field_points INTEGER NOT NULL DEFAULT 0;
+
+UPDATE match_players mp
+SET road_points = paid.road,
+    city_points = paid.city,
+    monastery_points = paid.monastery,
+    garden_points = paid.garden,
+    field_points = paid.field
+FROM (
+    SELECT r.match_id,
+           scorer::SMALLINT AS seat,
+           SUM(CASE WHEN feature->>'kind' = 'road' THEN (feature->>'points')::INTEGER ELSE 0 END) AS road,
+           SUM(CASE WHEN feature->>'kind' = 'city' THEN (feature->>'points')::INTEGER ELSE 0 END) AS city,
+           SUM(CASE WHEN feature->>'kind' = 'monastery' THEN (feature->>'points')::INTEGER ELSE 0 END) AS monastery,
+           SUM(CASE WHEN feature->>'kind' = 'garden' THEN (feature->>'points')::INTEGER ELSE 0 END) AS garden,
+           SUM(CASE WHEN feature->>'kind' = 'field' THEN (feature->>'points')::INTEGER ELSE 0 END) AS field
+    FROM match_records r,
+         jsonb_array_elements(r.breakdown) AS feature,
+         jsonb_array_elements_text(feature->'scorers') AS scorer
+    GROUP BY r.match_id, scorer
+) AS paid
+WHERE mp.match_id = paid.match_id AND mp.seat = paid.seat;
