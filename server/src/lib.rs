@@ -179,8 +179,13 @@ async fn connect_store(
     options: &StoreOptions,
     shutdown: &CancellationToken,
 ) -> Result<Option<Store>, StoreError> {
+    // Rated games announce their rating changes with the event the room broadcasts.
+    let options = StoreOptions {
+        ratings_announcement: Some(rooms::machine::events::ratings_announcement),
+        ..options.clone()
+    };
     loop {
-        match Store::connect_with(options).await {
+        match Store::connect_with(&options).await {
             Ok(store) => return Ok(Some(store)),
             Err(StoreError::Unavailable(cause) | StoreError::Unreachable(cause)) => {
                 tracing::warn!(%cause, "database unreachable; retrying in 1 s");

@@ -96,8 +96,16 @@ export function describe(event, { name, tiles, kindAt, rules }) {
     case "feature_scored": return scoredWords(event, name);
     case "tile_discarded": return `${tileWords(tiles.get(event.tile), rules)} fits nowhere and was put aside`.replace(/^a/, "A");
     case "game_over": return `Game over: ${names(event.winners.map(name))} ${event.winners.length > 1 ? "win" : "wins"}`;
+    case "ratings_changed": return `Ratings: ${event.changes.map((change) => `${name(change.seat)} ${ratingShift(change)}`).join(", ")}`;
     default: return null;
   }
+}
+
+/** "+1.4": how a seat's rating (mu - 3 sigma, as the leaderboards order) moved. */
+function ratingShift(change) {
+  const rating = (skill) => skill.mu - 3 * skill.sigma;
+  const shift = rating(change.after) - rating(change.before);
+  return `${shift >= 0 ? "+" : "−"}${Math.abs(shift).toFixed(1)}`;
 }
 
 const FEATURE_NAME = { city: "City", road: "Road", monastery: "Monastery", garden: "Garden", field: "Farm" };

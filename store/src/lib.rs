@@ -66,7 +66,7 @@ use queries::SqlStore;
 use ratings::{RatingChange, RatingPool};
 
 pub use leases::LeaseHolder;
-pub use options::StoreOptions;
+pub use options::{RatingsAnnouncement, StoreOptions};
 pub use records::{
     FinishedMatch, GameLog, HeadToHead, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow,
     LobbyStatus, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat,
@@ -113,14 +113,9 @@ pub enum LoggedChange<'a> {
     },
     /// As [`Store::cancel_lobby`].
     Cancelled,
-    /// As [`Store::update_seat`].
+    /// As [`Store::update_seat`]. A seat change that ends the game is written by
+    /// [`Store::finish_game_logged`].
     SeatUpdated(&'a SeatRow),
-    /// A seat change that ends the game, as [`Store::finish_game`] with
-    /// [`FinalChange::Seat`].
-    Finished {
-        seat: &'a SeatRow,
-        result: &'a FinishedMatch,
-    },
 }
 
 /// The last change of a game, which [`Store::finish_game`] writes together with its
@@ -132,6 +127,15 @@ pub enum FinalChange<'a> {
     /// A seat change that ended the game: a resignation or an abandonment after which no
     /// human plays any seat, under the update number `seq`.
     Seat { seat: &'a SeatRow, seq: u64 },
+}
+
+/// Everything the transaction that ends a game writes.
+pub(crate) struct GameEnding<'a> {
+    pub last: FinalChange<'a>,
+    pub result: &'a FinishedMatch,
+    /// The events of a final seat change's update (a move's are not stored).
+    pub events: Option<&'a str>,
+    pub announcement: Option<RatingsAnnouncement>,
 }
 
 /// A [`FinalChange`] that owns its row, to be sent to the writer's thread.
@@ -216,6 +220,8 @@ pub struct Store {
     moves: MoveWriter,
     /// The bound on every call: [`StoreOptions::operation_timeout`].
     operation_timeout: Duration,
+    /// [`StoreOptions::ratings_announcement`].
+    ratings_announcement: Option<RatingsAnnouncement>,
 }
 
 /// How full the connection pool is, for metrics.
@@ -330,6 +336,7 @@ impl Store {
             moves: MoveWriter::start(open_writer, options.operation_timeout)?,
             backend,
             operation_timeout: options.operation_timeout,
+            ratings_announcement: options.ratings_announcement,
         };
         on_backend!(store, "hash_clear_invite_codes", db => db.hash_clear_invite_codes())?;
         Ok(store)
@@ -373,6 +380,12 @@ impl Store {
             }
         };
         self.bounded(operation, call).await
+    }
+
+    /// Whether a finished rated game's rating changes are announced in its last
+    /// transaction ([`StoreOptions::ratings_announcement`]).
+    pub fn announces_ratings(&self) -> bool {
+        self.ratings_announcement.is_some()
     }
 
     /// How many connections are open and idle, and the most there may be.
@@ -636,8 +649,13 @@ impl Store {
     /// Writes a game's last change together with its result, in one transaction: the
     /// move (or the seat update, as [`Store::update_seat`] makes it), the lobby's `seq`,
     /// status `Finished`, `finished_at`, and the match rows with their status and
-    /// resignations. The game must be playing, under the usual condition on `seq`. On any
-    /// error nothing is written.
+    /// resignations; a rated match is rated there too. The game must be playing, under
+    /// the usual condition on `seq`. On any error nothing is written.
+    ///
+    /// With [`StoreOptions::ratings_announcement`] set, a rated match's rating changes
+    /// are also announced in that transaction: one more update, numbered `seq + 1`,
+    /// whose events are that function's text, becomes the game's last. They are
+    /// returned; `None` when no such update was written.
     ///
     /// It runs on the group-commit writer's thread and connections, beside the batches
     /// (see `MoveWriter::on_writer`).
@@ -646,8 +664,21 @@ impl Store {
         game: Uuid,
         last: FinalChange<'_>,
         result: &FinishedMatch,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Vec<RatingChange>>, StoreError> {
         self.finish_game_with(game, last, result, None).await
+    }
+
+    /// [`Store::finish_game`] for a seat change that ends the game, with the events of
+    /// its update stored as [`Store::write_logged`] stores them.
+    pub async fn finish_game_logged(
+        &self,
+        game: Uuid,
+        last: FinalChange<'_>,
+        result: &FinishedMatch,
+        events: &str,
+    ) -> Result<Option<Vec<RatingChange>>, StoreError> {
+        let events = Some(events.to_owned());
+        self.finish_game_with(game, last, result, events).await
     }
 
     async fn finish_game_with(
@@ -656,14 +687,19 @@ impl Store {
         last: FinalChange<'_>,
         result: &FinishedMatch,
         events: Option<String>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<Vec<RatingChange>>, StoreError> {
         let last = OwnedFinalChange::from(last);
         let result = result.clone();
+        let announcement = self.ratings_announcement;
         let write = self.moves.on_writer(move |backend| {
             Box::pin(async move {
-                let last = last.borrowed();
-                let events = events.as_deref();
-                each_backend!(&backend, db => db.finish_game(game, last, &result, events).await)
+                let ending = GameEnding {
+                    last: last.borrowed(),
+                    result: &result,
+                    events: events.as_deref(),
+                    announcement,
+                };
+                each_backend!(&backend, db => db.finish_game(game, ending).await)
             })
         });
         self.bounded("finish_game", write).await
@@ -707,10 +743,6 @@ impl Store {
             LoggedChange::Cancelled => self.cancel_lobby_with(lobby, seq, events).await,
             LoggedChange::SeatUpdated(seat) => {
                 self.update_seat_with(lobby, seat, seq, events).await
-            }
-            LoggedChange::Finished { seat, result } => {
-                let last = FinalChange::Seat { seat, seq };
-                self.finish_game_with(lobby, last, result, events).await
             }
         }
     }

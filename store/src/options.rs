@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use crate::ratings::RatingChange;
 use crate::{Backend, StoreError};
 
 /// Connection settings for [`Store::connect_with`](crate::Store::connect_with).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct StoreOptions {
     /// `postgres://...` (or `postgresql://...`), or `sqlite://path` / `sqlite:path`.
     pub url: String,
@@ -38,7 +39,16 @@ pub struct StoreOptions {
     /// serves one node only, so [`Store::connect_with`](crate::Store::connect_with)
     /// refuses a node name on SQLite.
     pub node: Option<String>,
+    /// How the update that announces a rated match's rating changes is written: given
+    /// the changes, the JSON text of that update's `events`. With it, the transaction
+    /// that finishes a rated game also stores that update, numbered one after the
+    /// game's last (see [`Store::finish_game`](crate::Store::finish_game)); without it
+    /// (the default) no such update is written. The server gives its own event's shape.
+    pub ratings_announcement: Option<RatingsAnnouncement>,
 }
+
+/// See [`StoreOptions::ratings_announcement`].
+pub type RatingsAnnouncement = fn(&[RatingChange]) -> String;
 
 impl StoreOptions {
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
@@ -57,6 +67,7 @@ impl StoreOptions {
             statement_timeout: StoreOptions::DEFAULT_STATEMENT_TIMEOUT,
             operation_timeout: StoreOptions::DEFAULT_OPERATION_TIMEOUT,
             node: None,
+            ratings_announcement: None,
         }
     }
 

@@ -123,6 +123,38 @@ impl Api {
         }
     }
 
+    /// A rated lobby with `rules` for `players` (at least two seats), every one of them
+    /// seated; the creator's seat first.
+    pub async fn rated_lobby(&self, rules: Value, players: &[&Player]) -> Vec<Seat> {
+        let identity =
+            |player: &Player| json!({ "player_id": player.id, "player_secret": player.secret });
+        let mut body = json!({ "name": "rated", "seats": players.len().max(2), "rules": rules,
+            "rated": true });
+        body.as_object_mut()
+            .unwrap()
+            .extend(identity(players[0]).as_object().unwrap().clone());
+        let (status, created) = self.post("/api/lobbies", body).await;
+        assert_eq!(status, 201, "{created}");
+        assert_eq!(created["lobby"]["rated"], true);
+        let lobby = created["lobby"]["id"].as_str().unwrap().to_owned();
+        let mut seats = vec![Seat {
+            lobby: lobby.clone(),
+            seat: 0,
+            token: created["seat_token"].as_str().unwrap().to_owned(),
+        }];
+        for player in &players[1..] {
+            let path = format!("/api/lobbies/{lobby}/join");
+            let (status, joined) = self.post(&path, identity(player)).await;
+            assert_eq!(status, 200, "{joined}");
+            seats.push(Seat {
+                lobby: lobby.clone(),
+                seat: joined["seat"].as_u64().unwrap(),
+                token: joined["seat_token"].as_str().unwrap().to_owned(),
+            });
+        }
+        seats
+    }
+
     /// Creates a lobby whose creator (seat 0) is `creator`.
     pub async fn create_lobby(&self, creator: &str, seats: u8, rules: Value) -> Seat {
         let body = json!({ "name": format!("{creator}'s table"), "seats": seats, "rules": rules, "display_name": creator });

@@ -134,6 +134,53 @@ async fn a_lost_commit_reply_is_reconciled_into_the_truth() {
     assert_eq!(status, 200, "{record}");
 }
 
+/// The COMMIT that ends a rated game, rates it and stores its `ratings_changed` update
+/// loses its reply: the room reads back that the game ended, acknowledges the last move,
+/// reads the rating changes and announces them as the update the database holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rated_game_whose_last_commit_reply_is_lost_still_announces_its_ratings() {
+    let database = TestDatabase::postgres();
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let url = format!("{}?sslmode=disable", database.url_through_port(proxy.port));
+    let server = TestServer::start(&url).await;
+    let api = Api::new(server.http());
+    let (ann, bob) = (api.register("ann").await, api.register("bob").await);
+    let tile_limit = 4;
+    let rules = json!({ "tile_limit": tile_limit });
+    let seats = api.rated_lobby(rules, &[&ann, &bob]).await;
+    let mut table = Table::open(&server, seats, 11).await;
+    // Up to the last tile's action, the command that ends the game.
+    loop {
+        let game = &table.players[0].state["game"];
+        let placed = game["board"].as_array().unwrap().len() - 1;
+        if game["turn"]["phase"] == "act" && placed == tile_limit {
+            break;
+        }
+        table.play_one().await;
+    }
+    let seq = table.seq();
+    let mover = table.mover().unwrap();
+    let last = table.players[mover].legal_moves.clone().unwrap()[0].clone();
+
+    proxy.lose_next_commit_reply();
+    let reply = table.players[mover].command("the-end", last).await;
+    assert!(
+        proxy.commit_reply_lost(),
+        "the COMMIT went through the proxy"
+    );
+    assert_eq!(
+        (reply["type"].as_str(), &reply["seq"]),
+        (Some("ack"), &json!(seq + 1)),
+        "{reply}"
+    );
+    table.catch_up(seq + 2).await;
+    let (seq_heard, events) = table.players[0].updates.last().unwrap().clone();
+    assert_eq!(seq_heard, seq + 2);
+    assert_eq!(events[0]["type"], "ratings_changed", "{events}");
+    let (_, detail) = api.get(&format!("/api/matches/{}", table.game)).await;
+    assert_eq!(events[0]["changes"], detail["ratings"], "{detail}");
+}
+
 /// A join whose COMMIT reply is lost still hands out the seat token of the seat it took:
 /// a seat nobody holds the token of would block the lobby.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@
 //! `carcassonne-server ratings rebuild` on the stopped server's database reproduces
 //! every number.
 
-use carcassonne_tests::client::{Api, Player, Seat};
+use carcassonne_tests::client::{Api, Player};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::{TestServer, server_binary};
 use carcassonne_tests::table::Table;
@@ -17,41 +17,6 @@ fn code(body: &Value) -> &str {
 /// A short game, so that the test plays several to their end.
 fn short_rules() -> Value {
     json!({ "tile_limit": 6 })
-}
-
-fn identity(player: &Player) -> Value {
-    json!({ "player_id": player.id, "player_secret": player.secret })
-}
-
-/// A rated lobby for `players` (at least two seats), every one of them seated; the
-/// creator's seat first.
-async fn rated_lobby(api: &Api, players: &[&Player]) -> Vec<Seat> {
-    let mut body = json!({ "name": "rated", "seats": players.len().max(2), "rules": short_rules(),
-        "rated": true });
-    body.as_object_mut()
-        .unwrap()
-        .extend(identity(players[0]).as_object().unwrap().clone());
-    let (status, created) = api.post("/api/lobbies", body).await;
-    assert_eq!(status, 201, "{created}");
-    assert_eq!(created["lobby"]["rated"], true);
-    let lobby = created["lobby"]["id"].as_str().unwrap().to_owned();
-    let mut seats = vec![Seat {
-        lobby: lobby.clone(),
-        seat: 0,
-        token: created["seat_token"].as_str().unwrap().to_owned(),
-    }];
-    for player in &players[1..] {
-        let (status, joined) = api
-            .post(&format!("/api/lobbies/{lobby}/join"), identity(player))
-            .await;
-        assert_eq!(status, 200, "{joined}");
-        seats.push(Seat {
-            lobby: lobby.clone(),
-            seat: joined["seat"].as_u64().unwrap(),
-            token: joined["seat_token"].as_str().unwrap().to_owned(),
-        });
-    }
-    seats
 }
 
 /// Everything the server says of the players' ratings and of the matches' changes.
@@ -68,6 +33,23 @@ async fn ratings_seen(api: &Api, players: &[Player], matches: &[String]) -> Vec<
         seen.push(detail["ratings"].clone());
     }
     seen
+}
+
+/// The rating changes announced after a rated game's last move: the update after it,
+/// heard alike by every player and the spectator.
+async fn ratings_announced(table: &mut Table) -> Value {
+    let last = table.seq();
+    table.catch_up(last + 1).await;
+    let mut heard = Vec::new();
+    for client in table.players.iter().chain(table.spectator.as_ref()) {
+        let (seq, events) = client.updates.last().unwrap();
+        assert_eq!(*seq, last + 1);
+        assert_eq!(events.as_array().unwrap().len(), 1, "{events}");
+        assert_eq!(events[0]["type"], "ratings_changed", "{events}");
+        heard.push(events[0]["changes"].clone());
+    }
+    assert!(heard.windows(2).all(|pair| pair[0] == pair[1]), "{heard:?}");
+    heard.pop().unwrap()
 }
 
 /// The five kinds of points of a `points` object, added up.
@@ -183,7 +165,7 @@ async fn rated_games_change_ratings_and_a_rebuild_reproduces_them() {
             )
             .await;
         assert_eq!((status, code(&body)), (403, "rated_players_only"), "{body}");
-        let seats = rated_lobby(&api, &[&players[0]]).await;
+        let seats = api.rated_lobby(short_rules(), &[&players[0]]).await;
         let path = format!("/api/lobbies/{}/join", seats[0].lobby);
         let (status, body) = api.post(&path, json!({ "display_name": "guest" })).await;
         assert_eq!((status, code(&body)), (403, "rated_players_only"), "{body}");
@@ -195,14 +177,32 @@ async fn rated_games_change_ratings_and_a_rebuild_reproduces_them() {
 
         // A duel and a three-player game, played to their end.
         let mut matches = Vec::new();
-        let duel = rated_lobby(&api, &[&players[0], &players[1]]).await;
+        let duel = api
+            .rated_lobby(short_rules(), &[&players[0], &players[1]])
+            .await;
         let mut table = Table::open(&server, duel, 7).await;
         table.play_to_the_end().await;
+        let mut announced = vec![ratings_announced(&mut table).await];
         matches.push(table.game.clone());
-        let three = rated_lobby(&api, &[&players[2], &players[0], &players[1]]).await;
+        let three = api
+            .rated_lobby(short_rules(), &[&players[2], &players[0], &players[1]])
+            .await;
         let mut table = Table::open(&server, three, 8).await;
         table.play_to_the_end().await;
+        announced.push(ratings_announced(&mut table).await);
         matches.push(table.game.clone());
+        // Every client heard the changes the match records, in the update after the last,
+        // and the game's event log has that update too.
+        for (game, changes) in matches.iter().zip(&announced) {
+            let (_, detail) = api.get(&format!("/api/matches/{game}")).await;
+            assert_eq!(changes, &detail["ratings"], "{detail}");
+            let (_, log) = api
+                .get(&format!("/api/lobbies/{game}/events?limit=500"))
+                .await;
+            assert!(log["next_after_seq"].is_null(), "one page holds the log");
+            let last = log["items"].as_array().unwrap().last().unwrap().clone();
+            assert_eq!(last["events"][0]["changes"], *changes, "{last}");
+        }
 
         let (_, duel_detail) = api.get(&format!("/api/matches/{}", matches[0])).await;
         let changes = duel_detail["ratings"].as_array().unwrap();

@@ -40,6 +40,7 @@ use crate::rooms::view::{self, LobbyView};
 use crate::rooms::writes::{self, Landing};
 use crate::rooms::{Answer, JoinedSeat, Mail, Outgoing, Reply, Request, RoomSettings};
 use carcassonne_core::Move;
+use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{LiveGame, LobbyRow, SeatRow, Store, StoreError};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -106,7 +107,8 @@ enum Waiter {
 /// What became of a write.
 #[derive(Debug)]
 enum Written {
-    Yes,
+    /// Written; with the rating changes the store announced with it, if it did.
+    Yes(Option<Vec<RatingChange>>),
     /// Certainly not written.
     No(RoomError),
     /// Not known yet: settled before the next write.
@@ -118,7 +120,8 @@ enum Written {
 impl From<Landing> for Written {
     fn from(landing: Landing) -> Written {
         match landing {
-            Landing::Mine => Written::Yes,
+            // What else it wrote is read again (see `Room::announce_ratings_after`).
+            Landing::Mine => Written::Yes(None),
             // A late COMMIT may still show: settled before the next write.
             Landing::NotStored | Landing::Unknown => Written::Unknown,
             Landing::Lost => Written::Lost,
@@ -137,6 +140,9 @@ enum Done {
     Settle { change: Change, landing: Landing },
     /// The lease, renewed to tell whether the game is still this node's.
     Confirm(Confirmed),
+    /// The rating changes of the rated game that ended, read back after its write's
+    /// outcome was settled.
+    RatingsRead(Result<Vec<RatingChange>, StoreError>),
 }
 
 /// Why a room stops before its game has ended.
@@ -516,7 +522,7 @@ impl Room {
         let (store, game, node) = (self.store.clone(), self.id(), self.tenure.node());
         self.in_flight = Some(Box::pin(async move {
             let written = match writes::write(&store, game, &change, seq).await {
-                Ok(()) => Written::Yes,
+                Ok(announced) => Written::Yes(announced),
                 Err(StoreError::Unavailable(cause)) => {
                     tracing::warn!(%cause, seq, "a write's outcome is unknown; reading it back");
                     let node = node.as_deref();
@@ -574,14 +580,23 @@ impl Room {
             Done::Confirm(Confirmed::Unknown) => {
                 self.refuse_waiting(RoomError::StorageUnavailable);
             }
+            Done::RatingsRead(Ok(changes)) => self.announce_ratings(changes),
+            Done::RatingsRead(Err(error)) => {
+                // Stored all the same: the match and the event log have them.
+                tracing::warn!(%error, "cannot read the rating changes back to announce them");
+            }
         }
     }
 
     fn finish_write(&mut self, change: Change, written: Written, waiter: Waiter) {
         match written {
-            Written::Yes => {
+            Written::Yes(announced) => {
+                let rates_match = change.rates_match();
                 self.apply(change);
                 self.answer(waiter);
+                if rates_match {
+                    self.announce_ratings_after(announced);
+                }
             }
             Written::No(error) => self.tell_failure(waiter, error),
             Written::Unknown => {
@@ -605,9 +620,13 @@ impl Room {
                     Change::SeatTaken(row) if row.bot.is_none() => Some(row.seat),
                     _ => None,
                 };
+                let rates_match = change.rates_match();
                 self.apply(change);
                 if let Some(seat) = orphan_seat {
                     self.start_write(Change::SeatFreed(seat), Waiter::Nobody);
+                }
+                if rates_match {
+                    self.announce_ratings_after(None);
                 }
             }
             Landing::NotStored => {}
@@ -618,6 +637,26 @@ impl Room {
                 self.pause_after_failure(&RoomError::StorageUnavailable);
             }
         }
+    }
+
+    /// After the write that ended a rated game: the store announced its rating changes
+    /// in the same transaction (the update after the game's last), and the room
+    /// broadcasts that update. When the write's outcome had to be read back, the changes
+    /// are read again first.
+    fn announce_ratings_after(&mut self, announced: Option<Vec<RatingChange>>) {
+        if let Some(changes) = announced {
+            self.announce_ratings(changes);
+        } else if self.store.announces_ratings() {
+            let (store, game) = (self.store.clone(), self.id());
+            self.in_flight = Some(Box::pin(async move {
+                Done::RatingsRead(Box::pin(store.match_ratings(game)).await)
+            }));
+        }
+    }
+
+    fn announce_ratings(&mut self, changes: Vec<RatingChange>) {
+        let update = self.machine.announce_ratings(changes, now_millis());
+        let _ = self.updates.send(update);
     }
 
     /// Another node decides the game now, or this node cannot prove it still does.

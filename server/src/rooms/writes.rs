@@ -19,6 +19,7 @@
 //! acquire timeout and a second, whatever the database does.
 
 use crate::rooms::machine::Change;
+use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{FinalChange, LoggedChange, Store, StoreError, StoredAt};
 use std::time::Duration;
 use uuid::Uuid;
@@ -179,13 +180,32 @@ async fn read_landing(
 ///
 /// Every change but a move is written with the events of its update, which nothing else
 /// could give back later (see [`Change::logged_events`]).
-pub async fn write(store: &Store, game: Uuid, change: &Change, seq: u64) -> Result<(), StoreError> {
+///
+/// `Some` when the write also stored the update announcing a rated match's rating
+/// changes (see [`Store::finish_game`]), with those changes.
+pub async fn write(
+    store: &Store,
+    game: Uuid,
+    change: &Change,
+    seq: u64,
+) -> Result<Option<Vec<RatingChange>>, StoreError> {
     let logged = match change {
         Change::Moved {
             row,
             last: Some(last),
         } => return Box::pin(store.finish_game(game, FinalChange::Move(row), &last.result)).await,
-        Change::Moved { row, .. } => return Box::pin(store.append_move(game, row)).await,
+        Change::Moved { row, .. } => {
+            return Box::pin(store.append_move(game, row)).await.map(|()| None);
+        }
+        Change::SeatChanged {
+            row,
+            result: Some(result),
+            ..
+        } => {
+            let events = change.logged_events_text().unwrap_or_default();
+            let last = FinalChange::Seat { seat: row, seq };
+            return Box::pin(store.finish_game_logged(game, last, result, &events)).await;
+        }
         Change::SeatTaken(row) => LoggedChange::SeatAdded(row),
         Change::SeatFreed(seat) => LoggedChange::SeatRemoved(*seat),
         Change::Cancelled(_) => LoggedChange::Cancelled,
@@ -195,15 +215,11 @@ pub async fn write(store: &Store, game: Uuid, change: &Change, seq: u64) -> Resu
             deck_salt: lobby.deck_salt.as_deref().unwrap_or_default(),
             started_at: lobby.started_at.unwrap_or_default(),
         },
-        Change::SeatChanged {
-            row,
-            result: Some(result),
-            ..
-        } => LoggedChange::Finished { seat: row, result },
         Change::SeatChanged { row, .. } => LoggedChange::SeatUpdated(row),
     };
     let events = change.logged_events_text().unwrap_or_default();
-    Box::pin(store.write_logged(game, logged, seq, &events)).await
+    Box::pin(store.write_logged(game, logged, seq, &events)).await?;
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -7,9 +7,10 @@ use uuid::Uuid;
 
 use super::{Bind, Column, SqlBackend, SqlStore, Tx, WriterKind, detached_writer_connection};
 use crate::convert::{TextColumn, fit};
+use crate::ratings::RatingChange;
 use crate::{
-    FinalChange, FinishedMatch, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow, StoreError,
-    StoredAt, TimeControl,
+    FinalChange, GameEnding, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow,
+    RatingsAnnouncement, StoreError, StoredAt, TimeControl,
 };
 
 /// The three reads of live games, all selecting their lobbies by one condition.
@@ -173,10 +174,14 @@ where
     pub(crate) async fn finish_game(
         &self,
         game: Uuid,
-        last: FinalChange<'_>,
-        result: &FinishedMatch,
-        events: Option<&str>,
-    ) -> Result<(), StoreError> {
+        ending: GameEnding<'_>,
+    ) -> Result<Option<Vec<RatingChange>>, StoreError> {
+        let GameEnding {
+            last,
+            result,
+            events,
+            announcement,
+        } = ending;
         let mut tx = self.begin_write().await?;
         let seq = last.seq();
         let updated = sqlx::query(
@@ -210,8 +215,32 @@ where
         .bind(game)
         .execute(&mut *tx)
         .await?;
+        let announced = match (announcement, &result.rating) {
+            (Some(announcement), Some(_)) => {
+                Some(Self::announce_ratings(&mut tx, game, seq + 1, announcement).await?)
+            }
+            _ => None,
+        };
         tx.commit().await?;
-        Ok(())
+        Ok(announced)
+    }
+
+    /// Stores update `seq` of the finished `game`: the announcement of the rating
+    /// changes its match just made.
+    async fn announce_ratings(
+        tx: &mut Tx<DB>,
+        game: Uuid,
+        seq: u64,
+        announcement: RatingsAnnouncement,
+    ) -> Result<Vec<RatingChange>, StoreError> {
+        let changes = Self::rating_changes_of(&mut **tx, game).await?;
+        sqlx::query("UPDATE lobbies SET seq = $1 WHERE id = $2")
+            .bind(fit::<u64, i64>(seq, "seq")?)
+            .bind(game)
+            .execute(&mut **tx)
+            .await?;
+        Self::insert_events(tx, game, seq, Some(&announcement(&changes))).await?;
+        Ok(changes)
     }
 
     pub(crate) async fn stored_at(

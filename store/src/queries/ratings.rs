@@ -344,12 +344,22 @@ where
         &self,
         match_id: Uuid,
     ) -> Result<Vec<RatingChange>, StoreError> {
+        let mut connection = self.pool.acquire().await?;
+        Self::rating_changes_of(&mut *connection, match_id).await
+    }
+
+    /// A match's rating changes by seat, read on `connection` (inside a transaction
+    /// when it is one's).
+    pub(super) async fn rating_changes_of(
+        connection: &mut DB::Connection,
+        match_id: Uuid,
+    ) -> Result<Vec<RatingChange>, StoreError> {
         let rows = sqlx::query(
             "SELECT seat, player_id, place, mu_before, sigma_before, mu_after, sigma_after \
              FROM rating_changes WHERE match_id = $1 ORDER BY seat",
         )
         .bind(match_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *connection)
         .await?;
         rows.iter().map(change_from_row::<DB>).collect()
     }

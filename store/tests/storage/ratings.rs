@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use carcassonne_store::ratings::{
     Entrant, PROVISIONAL_GAMES, RatedMatch, RatedSeat, Rating, RatingChange, RatingPool,
 };
-use carcassonne_store::{FinishedMatch, LeaderboardCursor, PlayerRating, PlayerRow, Store};
+use carcassonne_store::{
+    FinalChange, FinishedMatch, LeaderboardCursor, PlayerRating, PlayerRow, Store, StoreOptions,
+};
 use uuid::Uuid;
 
-use crate::common::{Context, EPOCH, finished_match, player};
+use crate::common::{Context, EPOCH, finished_match, move_row, player, playing_game, seat};
 
 const BOT: Rating = Rating {
     mu: 20.0,
@@ -87,7 +89,64 @@ async fn snapshot(
     (ratings, changes)
 }
 
+/// The announcement a test store writes: the changes' seats and places, as JSON text.
+fn announcement(changes: &[RatingChange]) -> String {
+    let places: Vec<(u8, u8)> = changes
+        .iter()
+        .map(|change| (change.seat, change.place))
+        .collect();
+    serde_json::to_string(&places).unwrap()
+}
+
 backend_tests! {
+    async fn finishing_a_rated_game_announces_its_changes_in_the_same_transaction(context: Context) {
+        let options = StoreOptions {
+            ratings_announcement: Some(announcement),
+            ..StoreOptions::new(&context.url)
+        };
+        let store = Store::connect_with(&options).await.unwrap();
+        assert!(store.announces_ratings() && !context.store.announces_ratings());
+        let ids = players(&store, 2).await;
+        let seats = [seat(0, "Ada", Some(ids[0])), seat(1, "Bo", Some(ids[1]))];
+        let mut announced_seq = Vec::new();
+        for (index, rated) in [true, false].into_iter().enumerate() {
+            let game = playing_game(&store, &seats).await;
+            let last = move_row(game.seq + 1, 0, "last");
+            let scores = [(Some(ids[0]), 30), (Some(ids[1]), 20)];
+            let mut result = match rated {
+                true => rated_match(EPOCH + index as i64, &scores),
+                false => finished_match(EPOCH + index as i64, &[], &scores),
+            };
+            result.id = game.id;
+            let announced = store.finish_game(game.id, FinalChange::Move(&last), &result).await.unwrap();
+            let log = store.game_log(game.id).await.unwrap().unwrap();
+            match announced {
+                Some(changes) => {
+                    assert_eq!(changes, store.match_ratings(game.id).await.unwrap());
+                    assert_eq!(changes.len(), 2);
+                    let stored = log.events.last().unwrap();
+                    assert_eq!(stored, &(last.seq + 1, announcement(&changes)));
+                    assert_eq!(log.lobby.seq, last.seq + 1, "the announcement is the last update");
+                    announced_seq.push(rated);
+                }
+                None => {
+                    assert_eq!(log.lobby.seq, last.seq, "{rated}: nothing announced");
+                    assert!(log.events.iter().all(|(seq, _)| *seq < last.seq));
+                }
+            }
+        }
+        assert_eq!(announced_seq, [true], "only the rated game announces");
+
+        // Without the option, a rated game ends with its last change.
+        let game = playing_game(&context.store, &seats).await;
+        let last = move_row(game.seq + 1, 0, "last");
+        let mut result = rated_match(EPOCH + 5, &[(Some(ids[0]), 1), (Some(ids[1]), 2)]);
+        result.id = game.id;
+        let announced = context.store.finish_game(game.id, FinalChange::Move(&last), &result).await;
+        assert_eq!(announced.unwrap(), None);
+        store.close().await;
+    }
+
     async fn rated_matches_change_ratings_and_a_rebuild_gives_the_same_numbers(context: Context) {
         let ids = players(&context.store, 6).await;
         let history = varied_history(&ids);

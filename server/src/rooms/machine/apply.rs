@@ -4,6 +4,7 @@
 use super::*;
 use crate::rooms::patch::{Operation, patch_of_move};
 use crate::rooms::view;
+use carcassonne_store::ratings::RatingChange;
 
 impl RoomMachine {
     /// Takes a committed change into the state: the next `seq`, and the update to send.
@@ -222,6 +223,14 @@ impl RoomMachine {
             clocks,
             running: !self.ended,
         })
+    }
+
+    /// Announces the rating changes of the rated game that just ended, which the store
+    /// wrote as the update after its last ([`events::ratings_announcement`]): the same
+    /// events, and no change to the state.
+    pub fn announce_ratings(&mut self, changes: Vec<RatingChange>, now: Millis) -> Arc<Outgoing> {
+        let event = room_event(RoomEvent::RatingsChanged { changes });
+        self.publish(vec![event], None, now)
     }
 
     /// Announces a committed change: the next `seq`, its events, and the patch to it.

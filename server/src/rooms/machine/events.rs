@@ -3,13 +3,14 @@
 //! [`UpdateEvent`] is the schema of both together.
 
 use carcassonne_core::Event;
+use carcassonne_store::ratings::RatingChange;
 use serde::Serialize;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{OneOf, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 /// An event of the room, as an update carries it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RoomEvent {
     SeatTaken {
@@ -62,6 +63,21 @@ pub enum RoomEvent {
         #[schema(inline)]
         reason: BotMoveReason,
     },
+    /// A rated game ended: each seat's rating change, as the match records it. The
+    /// update after the game's last, stored in the same transaction.
+    RatingsChanged {
+        changes: Vec<RatingChange>,
+    },
+}
+
+/// The events of the update that announces a rated match's `changes`, as JSON text:
+/// what the store writes with the match ([`carcassonne_store::StoreOptions`]'s
+/// `ratings_announcement`), and what the room broadcasts.
+pub fn ratings_announcement(changes: &[RatingChange]) -> String {
+    let event = RoomEvent::RatingsChanged {
+        changes: changes.to_vec(),
+    };
+    serde_json::to_string(&[event]).expect("events serialize")
 }
 
 /// Why a lobby was cancelled.

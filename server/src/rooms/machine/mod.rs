@@ -129,6 +129,22 @@ impl Change {
         Some(events)
     }
 
+    /// Whether this change ends a game and rates its match: the store then announces
+    /// the rating changes with it ([`carcassonne_store::Store::finish_game`]).
+    pub fn rates_match(&self) -> bool {
+        let result = match self {
+            Change::Moved {
+                last: Some(last), ..
+            } => &last.result,
+            Change::SeatChanged {
+                result: Some(result),
+                ..
+            } => result,
+            _ => return false,
+        };
+        result.rating.is_some()
+    }
+
     /// [`Change::logged_events`] as the JSON text of the update's `events` array.
     pub fn logged_events_text(&self) -> Option<String> {
         let events = self.logged_events()?;
