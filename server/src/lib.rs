@@ -36,6 +36,7 @@ pub use config::{Config, Limits, default_bot_threads};
 pub use queue::QueueSettings;
 pub use queue::plan::MatchPolicy;
 pub use rooms::RoomSettings;
+pub use rooms::outcome::RatedBotPools;
 /// The fuzz target reads arbitrary text as a client frame.
 pub use wire::parse_client_message;
 pub mod commands {

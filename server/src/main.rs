@@ -5,10 +5,11 @@
 use carcassonne_bots::BotLevel;
 use carcassonne_server::commands;
 use carcassonne_server::{
-    AccountIssuer, ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RoomSettings,
-    default_bot_threads,
+    AccountIssuer, ClusterConfig, Config, Limits, MatchPolicy, QueueSettings, RatedBotPools,
+    RoomSettings, default_bot_threads,
 };
 use carcassonne_store::StoreOptions;
+use carcassonne_store::ratings::RatingPool;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::fmt;
 use std::io::IsTerminal;
@@ -160,7 +161,8 @@ struct QueueArgs {
     /// How much a ticket's rating window widens per second it waits.
     #[arg(long, env = "QUEUE_WINDOW_GROWTH", default_value_t = MatchPolicy::default().window_growth_per_second)]
     queue_window_growth: f64,
-    /// After this wait an unrated ticket's missing seats go to bots.
+    /// After this wait an unrated ticket's missing seats go to bots (a rated one's too,
+    /// where --rated-bot-pools allows).
     #[arg(long, env = "QUEUE_BOT_FILL_AFTER", default_value_t = HumanDuration(Duration::from_secs(60)))]
     queue_bot_fill_after: HumanDuration,
     /// Never fill quick-play seats with bots.
@@ -210,6 +212,16 @@ struct RoomArgs {
     /// How long that stand-in bot thinks about a move.
     #[arg(long, env = "STAND_IN_THINK", default_value_t = HumanDuration(RoomSettings::default().stand_in_think))]
     stand_in_think: HumanDuration,
+    /// Rating pools (`two_player`, `multiplayer`, comma-separated) whose rated games may
+    /// seat bots, at fixed ratings: a rated lobby's creator may add them, and quick play
+    /// fills a rated ticket's seats with them after the bot wait. None by default.
+    #[arg(long, env = "RATED_BOT_POOLS", value_delimiter = ',', value_parser = rating_pool)]
+    rated_bot_pools: Vec<RatingPool>,
+}
+
+fn rating_pool(name: &str) -> Result<RatingPool, String> {
+    RatingPool::from_name(name)
+        .ok_or_else(|| format!("{name:?} is not a pool: two_player or multiplayer"))
 }
 
 #[derive(Args, Clone)]
@@ -434,11 +446,13 @@ fn config_from(args: &ServeArgs) -> Config {
         header_read_timeout: timeouts.header_read_timeout.0,
         drain_timeout: timeouts.drain_timeout.0,
     };
+    let rated_bot_pools = RatedBotPools::new(&args.rooms.rated_bot_pools);
     let rooms = RoomSettings {
         lobby_idle_timeout: args.rooms.lobby_idle_timeout.0,
         bot_think: args.rooms.bot_think.0,
         stand_in_bot: args.rooms.stand_in_bot,
         stand_in_think: args.rooms.stand_in_think.0,
+        rated_bot_pools,
     };
     let bot_threads = args.rooms.bot_threads.max(1);
     Config {
@@ -446,7 +460,7 @@ fn config_from(args: &ServeArgs) -> Config {
         limits,
         rooms,
         bot_threads,
-        queue: queue_settings(&args.queue),
+        queue: queue_settings(&args.queue, rated_bot_pools),
         accounts: None,
         cluster,
         take_over_from_cluster: args.cluster.take_over_from_cluster,
@@ -462,12 +476,13 @@ fn account_issuer(args: &AccountArgs) -> Result<Option<Arc<AccountIssuer>>, Stri
     Ok(Some(Arc::new(loaded)))
 }
 
-fn queue_settings(args: &QueueArgs) -> QueueSettings {
+fn queue_settings(args: &QueueArgs, rated_bot_pools: RatedBotPools) -> QueueSettings {
     let policy = MatchPolicy {
         window_start: args.queue_window_start.max(0.0),
         window_growth_per_second: args.queue_window_growth.max(0.0),
         bot_fill_after: (!args.queue_without_bots).then_some(args.queue_bot_fill_after.0),
         bot_level: args.queue_bot,
+        rated_bot_pools,
     };
     QueueSettings {
         policy,

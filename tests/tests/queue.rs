@@ -209,6 +209,71 @@ async fn queued_players_are_matched_seated_and_play() {
     }
 }
 
+/// Where the operator lets bots into rated duels, a lone rated ticket gets one after the
+/// wait; the player resigns, the game ends abandoned, and it is rated: the player last,
+/// the bot at its level's fixed rating, which does not move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rated_ticket_gets_a_bot_where_the_pool_allows_and_the_bot_keeps_its_rating() {
+    for database in TestDatabase::both() {
+        let options = [
+            "--queue-bot-fill-after",
+            "1s",
+            "--queue-bot",
+            "random",
+            "--rated-bot-pools",
+            "two_player",
+        ];
+        let server = TestServer::start_with(&database.url(), &options).await;
+        let api = Api::new(server.http());
+        let player = api.register("ann").await;
+        let ticket = queue(&api, wish(&player, json!({ "tile_limit": 4 }), true)).await;
+        let seat = matched_seat(&server, &ticket).await;
+        let (_, lobby) = api.get(&format!("/api/lobbies/{}", seat.lobby)).await;
+        assert_eq!(
+            (&lobby["rated"], &lobby["status"]),
+            (&json!(true), &json!("playing")),
+            "{lobby}"
+        );
+
+        let path = format!("/api/lobbies/{}/resign", seat.lobby);
+        let (status, body) = api.post_as(&path, &seat.token, json!({})).await;
+        assert_eq!(status, 204, "{body}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let detail = loop {
+            let (status, detail) = api.get(&format!("/api/matches/{}", seat.lobby)).await;
+            if status == 200 {
+                break detail;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the match is recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        let changes = detail["ratings"].as_array().unwrap();
+        let bot = changes
+            .iter()
+            .find(|change| change["player_id"].is_null())
+            .unwrap();
+        let fixed = json!({ "mu": 10.0, "sigma": 1.0 });
+        assert_eq!(
+            (&bot["before"], &bot["after"], &bot["place"]),
+            (&fixed, &fixed, &json!(1)),
+            "{detail}"
+        );
+        let mine = changes
+            .iter()
+            .find(|change| change["player_id"] == player.id.as_str())
+            .unwrap();
+        assert_eq!(mine["place"], 2, "{detail}");
+        assert!(
+            mine["after"]["mu"].as_f64() < mine["before"]["mu"].as_f64(),
+            "{detail}"
+        );
+        server.terminate().await;
+    }
+}
+
 /// One value from the test database, by psql.
 fn query_one(url: &str, sql: &str) -> String {
     let output = std::process::Command::new("psql")

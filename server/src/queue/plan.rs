@@ -9,11 +9,13 @@
 //! and takes a wider one later. Partners are taken closest in rating first, for the
 //! largest game every one of them accepts. An unrated ticket that has waited
 //! [`MatchPolicy::bot_fill_after`] takes the humans there are for its smallest game and
-//! bots for the seats left.
+//! bots for the seats left; so does a rated one where its pool allows bots
+//! ([`MatchPolicy::rated_bot_pools`]), the bots playing at fixed ratings.
 
 use crate::auth::Token;
 use crate::rooms::machine::default_bot_name;
 use crate::rooms::names::name_key;
+use crate::rooms::outcome::RatedBotPools;
 use carcassonne_bots::BotLevel;
 use carcassonne_store::{
     LobbyRow, LobbyStatus, Millis, QueueTicket, QueuedLobby, SeatControl, SeatRow,
@@ -32,6 +34,8 @@ pub struct MatchPolicy {
     pub bot_fill_after: Option<Duration>,
     /// The bots that fill seats.
     pub bot_level: BotLevel,
+    /// The pools whose rated tickets are filled with bots too, after the same wait.
+    pub rated_bot_pools: RatedBotPools,
 }
 
 impl Default for MatchPolicy {
@@ -43,6 +47,7 @@ impl Default for MatchPolicy {
             window_growth_per_second: 0.2,
             bot_fill_after: Some(Duration::from_secs(60)),
             bot_level: BotLevel::Greedy,
+            rated_bot_pools: RatedBotPools::default(),
         }
     }
 }
@@ -54,9 +59,12 @@ impl MatchPolicy {
         self.window_start + self.window_growth_per_second * waited
     }
 
+    /// Whether `ticket`'s smallest game is filled with bots at `now`: an unrated one,
+    /// or a rated one of a pool that allows bots, once it has waited long enough.
     fn fills_with_bots(&self, ticket: &QueueTicket, now: Millis) -> bool {
         let waited = Duration::from_millis(now.saturating_sub(ticket.created_at).max(0) as u64);
-        !ticket.rated && self.bot_fill_after.is_some_and(|after| waited >= after)
+        let allowed = !ticket.rated || self.rated_bot_pools.allow(ticket.min_players);
+        allowed && self.bot_fill_after.is_some_and(|after| waited >= after)
     }
 }
 
@@ -248,6 +256,7 @@ fn unique_name(name: &str, seats: &[SeatRow]) -> String {
 mod tests {
     use super::*;
     use carcassonne_core::Rules;
+    use carcassonne_store::ratings::RatingPool;
     use carcassonne_store::{TicketStatus, TimeControl};
 
     const START: Millis = 1_000_000;
@@ -354,6 +363,35 @@ mod tests {
         let mut rated = ticket("rated", 25.0, (2, 2), 600);
         rated.rated = true;
         assert!(plan_games(&[rated], START, &policy).is_empty());
+    }
+
+    #[test]
+    fn a_rated_ticket_gets_bots_only_where_its_pool_allows_them() {
+        let duels_with_bots = MatchPolicy {
+            rated_bot_pools: RatedBotPools::new(&[RatingPool::TwoPlayer]),
+            ..MatchPolicy::default()
+        };
+        let mut duel = ticket("duel", 25.0, (2, 2), 61);
+        duel.rated = true;
+        let games = plan_games(std::slice::from_ref(&duel), START, &duels_with_bots);
+        assert_eq!(
+            games,
+            [PlannedGame {
+                tickets: vec![0],
+                bots: 1
+            }]
+        );
+        duel.created_at = START - 59_000;
+        assert!(
+            plan_games(&[duel], START, &duels_with_bots).is_empty(),
+            "not before the wait"
+        );
+        let mut three = ticket("three", 25.0, (3, 4), 600);
+        three.rated = true;
+        assert!(
+            plan_games(&[three], START, &duels_with_bots).is_empty(),
+            "not another pool"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod view;
 pub mod writes;
 
 use crate::rooms::error::RoomError;
+use crate::rooms::outcome::RatedBotPools;
 use carcassonne_bots::BotLevel;
 pub use contract::{Answer, Expected, JoinedSeat, Request};
 pub use outgoing::{Outgoing, Text};
@@ -77,6 +78,8 @@ pub struct RoomSettings {
     pub stand_in_bot: BotLevel,
     /// How long that stand-in thinks about a move.
     pub stand_in_think: Duration,
+    /// The pools whose rated lobbies may seat bots.
+    pub rated_bot_pools: RatedBotPools,
 }
 
 impl Default for RoomSettings {
@@ -86,6 +89,7 @@ impl Default for RoomSettings {
             bot_think: Duration::from_millis(1000),
             stand_in_bot: BotLevel::Greedy,
             stand_in_think: Duration::from_millis(200),
+            rated_bot_pools: RatedBotPools::default(),
         }
     }
 }

@@ -7,11 +7,14 @@
 //! those that did not resign.
 
 use crate::clock::rfc3339;
+use carcassonne_bots::BotLevel;
 use carcassonne_core::Rules;
 use carcassonne_core::deck::shuffled_stack;
 use carcassonne_core::record::{Action, DeckProof, TurnRecord};
 use carcassonne_core::{Event, FeatureScore, Game, Move, PointsByKind, TileId};
-use carcassonne_store::ratings::{Entrant, RatedMatch, RatedSeat, RatingPool, places_by_score};
+use carcassonne_store::ratings::{
+    Entrant, RatedMatch, RatedSeat, Rating, RatingPool, places_by_score,
+};
 use carcassonne_store::{
     FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
 };
@@ -180,10 +183,49 @@ fn turn_record(pair: &[Move], tile: TileId) -> Option<TurnRecord> {
     })
 }
 
+/// The rating pools whose rated games may seat bots (the operator's choice; none by
+/// default). A bot plays there at its level's [`bot_rating`], which never changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RatedBotPools {
+    two_player: bool,
+    multiplayer: bool,
+}
+
+impl RatedBotPools {
+    pub fn new(pools: &[RatingPool]) -> RatedBotPools {
+        RatedBotPools {
+            two_player: pools.contains(&RatingPool::TwoPlayer),
+            multiplayer: pools.contains(&RatingPool::Multiplayer),
+        }
+    }
+
+    /// Whether a rated game of `players` seats may seat bots.
+    pub fn allow(self, players: u8) -> bool {
+        match RatingPool::for_players(players) {
+            RatingPool::TwoPlayer => self.two_player,
+            RatingPool::Multiplayer => self.multiplayer,
+        }
+    }
+}
+
+/// The fixed rating a bot of `level` plays rated games at: below a new player's 25 for
+/// the weaker two, near a strong player's for the search bot, each with a small `sigma`
+/// so that a game against a bot moves a player's rating about as much as one against
+/// a well-known player.
+pub fn bot_rating(level: BotLevel) -> Rating {
+    let mu = match level {
+        BotLevel::Random => 10.0,
+        BotLevel::Greedy => 20.0,
+        BotLevel::Mcts => 27.0,
+    };
+    Rating { mu, sigma: 1.0 }
+}
+
 /// What a rated game does to ratings: places by score among the seats still played
-/// by their people, and every seat that resigned or was abandoned shares last place.
-/// `None` for a game with a seat no player identity holds, which a rated lobby never
-/// seats.
+/// by their people (or bots, where the pool allows them), and every seat that resigned
+/// or was abandoned shares last place. A player's seat is rated as the player, a bot's
+/// at its fixed rating. `None` for a game with a seat neither holds, which a rated
+/// lobby never seats.
 fn rated_match(seats: &[SeatRow], scores: &[u32]) -> Option<RatedMatch> {
     let score_of = |seat: u8| scores.get(usize::from(seat)).copied().unwrap_or(0);
     let (standing, departed): (Vec<&SeatRow>, Vec<&SeatRow>) = seats
@@ -198,10 +240,10 @@ fn rated_match(seats: &[SeatRow], scores: &[u32]) -> Option<RatedMatch> {
     let rated = places
         .into_iter()
         .map(|(seat, place)| {
-            let player = seats.iter().find(|row| row.seat == seat)?.player_id?;
+            let row = seats.iter().find(|row| row.seat == seat)?;
             Some(RatedSeat {
                 seat,
-                entrant: Entrant::Player(player),
+                entrant: entrant(row)?,
                 place,
             })
         })
@@ -210,6 +252,15 @@ fn rated_match(seats: &[SeatRow], scores: &[u32]) -> Option<RatedMatch> {
         pool: RatingPool::for_players(seats.len() as u8),
         seats: rated,
     })
+}
+
+/// Who a seat is rated as: its player, or its bot at a fixed rating.
+fn entrant(seat: &SeatRow) -> Option<Entrant> {
+    if let Some(player) = seat.player_id {
+        return Some(Entrant::Player(player));
+    }
+    let level: BotLevel = seat.bot.as_deref()?.parse().ok()?;
+    Some(Entrant::Fixed(bot_rating(level)))
 }
 
 /// The seats with the highest score among those that did not resign (none when all did).
@@ -310,6 +361,36 @@ mod tests {
             rated.seats[1].entrant,
             Entrant::Player(uuid::Uuid::from_u128(2))
         );
+    }
+
+    #[test]
+    fn a_bot_seat_is_rated_at_its_levels_fixed_rating() {
+        let mut seats = [seat(0, SeatControl::Human), seat(1, SeatControl::Human)];
+        seats[0].player_id = Some(uuid::Uuid::from_u128(1));
+        seats[1].bot = Some(BotLevel::Random.to_string());
+        let rated = rated_match(&seats, &[10, 20]).unwrap();
+        assert_eq!(rated.pool, RatingPool::TwoPlayer);
+        let entrants: Vec<(Entrant, u8)> =
+            rated.seats.iter().map(|s| (s.entrant, s.place)).collect();
+        assert_eq!(
+            entrants,
+            [
+                (Entrant::Player(uuid::Uuid::from_u128(1)), 2),
+                (Entrant::Fixed(bot_rating(BotLevel::Random)), 1)
+            ]
+        );
+        assert!(bot_rating(BotLevel::Random).mu < bot_rating(BotLevel::Greedy).mu);
+        assert!(bot_rating(BotLevel::Greedy).mu < bot_rating(BotLevel::Mcts).mu);
+    }
+
+    #[test]
+    fn only_the_chosen_pools_allow_bots_in_rated_games() {
+        let duels = RatedBotPools::new(&[RatingPool::TwoPlayer]);
+        assert!(duels.allow(2) && !duels.allow(3) && !duels.allow(6));
+        let none = RatedBotPools::default();
+        assert!(!none.allow(2) && !none.allow(4));
+        let all = RatedBotPools::new(&RatingPool::ALL);
+        assert!(all.allow(2) && all.allow(5));
     }
 
     #[test]

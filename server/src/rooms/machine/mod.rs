@@ -420,7 +420,8 @@ impl RoomMachine {
     ) -> Result<Change, RoomError> {
         self.require_open()?;
         self.require_creator(token_hash)?;
-        if self.lobby.rated {
+        let pool_allows_bots = self.settings.rated_bot_pools.allow(self.lobby.seat_count);
+        if self.lobby.rated && !pool_allows_bots {
             return Err(RoomError::RatedPlayersOnly);
         }
         let free = self.free_seat()?;

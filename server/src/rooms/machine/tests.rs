@@ -2,8 +2,10 @@
 //! timestamps the tests pass in.
 
 use super::*;
+use crate::rooms::outcome::RatedBotPools;
 use carcassonne_core::{Expansion, Rules};
 use carcassonne_store::TimeControl;
+use carcassonne_store::ratings::RatingPool;
 
 const T0: Millis = 1_800_000_000_000;
 const CREATOR: &str = "creator-hash";
@@ -590,4 +592,38 @@ fn the_rebuilt_event_log_is_every_update_s_events_to_the_byte() {
     }
     let tail = history::log_page(rec.log(&machine), machine.seq(), 5).unwrap();
     assert!(tail.items.is_empty() && tail.next_after_seq.is_none());
+}
+
+#[test]
+fn a_rated_lobby_takes_bots_only_where_its_pool_allows_them() {
+    let mut rated = lobby(TimeControl::None);
+    rated.rated = true;
+    let mut creator = seat(0, CREATOR, "Ann");
+    creator.player_id = Some(uuid::Uuid::from_u128(1));
+    let closed = RoomMachine::open(rated.clone(), vec![creator.clone()], settings(), T0);
+    let refused = closed.add_bot(CREATOR, BotLevel::Greedy, None, T0);
+    assert!(
+        matches!(refused, Err(RoomError::RatedPlayersOnly)),
+        "{refused:?}"
+    );
+    let duels_with_bots = RoomSettings {
+        rated_bot_pools: RatedBotPools::new(&[RatingPool::TwoPlayer]),
+        ..settings()
+    };
+    let open = RoomMachine::open(
+        rated.clone(),
+        vec![creator.clone()],
+        duels_with_bots.clone(),
+        T0,
+    );
+    let added = open.add_bot(CREATOR, BotLevel::Greedy, None, T0);
+    assert!(matches!(added, Ok(Change::SeatTaken(_))), "{added:?}");
+    // The pool is the game's: a rated game of three is not a duel.
+    rated.seat_count = 3;
+    let three = RoomMachine::open(rated, vec![creator], duels_with_bots, T0);
+    let refused = three.add_bot(CREATOR, BotLevel::Greedy, None, T0);
+    assert!(
+        matches!(refused, Err(RoomError::RatedPlayersOnly)),
+        "{refused:?}"
+    );
 }
