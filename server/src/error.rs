@@ -31,6 +31,9 @@ pub enum AppError {
     /// An account token that is not the configured issuer's, badly signed, or out of date.
     #[error("the account token is not valid here")]
     BadAccountToken,
+    /// A recovery code that is unknown, used, replaced or expired.
+    #[error("the recovery code is not valid (used, replaced or expired codes never are)")]
+    BadRecoveryCode,
     #[error("spectators cannot play")]
     NotAPlayer,
     #[error("too many connections; try again later")]
@@ -86,6 +89,7 @@ impl AppError {
             AppError::MissingToken => "missing_token",
             AppError::BadPlayerSecret => "bad_player_secret",
             AppError::BadAccountToken => "bad_account_token",
+            AppError::BadRecoveryCode => "bad_recovery_code",
             AppError::NotAPlayer => "not_a_player",
             AppError::TooManyConnections => "too_many_connections",
             AppError::TooManyLobbies(_) => "too_many_lobbies",
@@ -115,9 +119,10 @@ impl AppError {
             | AppError::BadMessage(_)
             | AppError::HelloRequired => StatusCode::BAD_REQUEST,
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
-            AppError::MissingToken | AppError::BadPlayerSecret | AppError::BadAccountToken => {
-                StatusCode::UNAUTHORIZED
-            }
+            AppError::MissingToken
+            | AppError::BadPlayerSecret
+            | AppError::BadAccountToken
+            | AppError::BadRecoveryCode => StatusCode::UNAUTHORIZED,
             AppError::NotAPlayer => StatusCode::FORBIDDEN,
             AppError::AlreadyWelcomed | AppError::AlreadyQueued | AppError::TicketNotWaiting(_) => {
                 StatusCode::CONFLICT

@@ -96,6 +96,19 @@ export async function ensureIdentity(name) {
   return made;
 }
 
+/** A one-time code that moves this browser's identity to another device. */
+export async function recoveryCode() {
+  const held = identity();
+  return api("POST", `/players/${held.id}/recovery-code`, { body: { player_secret: held.secret } });
+}
+
+/** Takes the identity a recovery code moves here; the device that made the code loses it. */
+export async function recoverIdentity(code) {
+  const moved = await api("POST", "/players/recover", { body: { recovery_code: code.trim() } });
+  localStorage.setItem("identity", JSON.stringify({ id: moved.id, secret: moved.secret }));
+  return moved;
+}
+
 /** The fields that seat this browser's player: the identity if it has one, else a guest. */
 export function seatedAs(name) {
   const held = identity();

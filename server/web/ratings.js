@@ -2,7 +2,7 @@
 // rating history). Ratings are Weng-Lin: `rating` is the conservative mu - 3 sigma that
 // the leaderboards order by (docs/protocol.md, "Rated games").
 
-import { api, identity } from "./api.js";
+import { api, identity, recoverIdentity, recoveryCode } from "./api.js";
 import { h, mount } from "./dom.js";
 
 const POOLS = [
@@ -55,10 +55,48 @@ export class PlayerView {
     this.id = id === "me" ? identity()?.id : id;
     if (!this.id) {
       mount(root, h("section", { class: "history" }, h("h2", {}, "Your profile"),
-        h("p", {}, "This browser has no player identity yet: create or join a rated lobby to get one.")));
+        h("p", {}, "This browser has no player identity yet: create or join a rated lobby to get one, or bring yours from another device."),
+        this.recoverForm()));
       return;
     }
+    this.mine = id === "me" || id === identity()?.id;
     this.load();
+  }
+
+  /** Entering a recovery code made on another device moves that identity here. */
+  recoverForm() {
+    const status = h("p", { role: "status" });
+    const form = h("form", { class: "recover", "aria-label": "Use a recovery code", onsubmit: async (event) => {
+      event.preventDefault();
+      try {
+        const moved = await recoverIdentity(new FormData(form).get("code"));
+        status.textContent = `This browser now plays as ${moved.display_name}.`;
+        // Shows the profile it brought: the same address needs the router asked again.
+        if (location.hash === "#/player/me") window.dispatchEvent(new HashChangeEvent("hashchange"));
+        else location.hash = "#/player/me";
+      } catch (error) {
+        status.textContent = error.message;
+      }
+    } },
+    h("label", {}, "Recovery code ", h("input", { name: "code", required: true, autocomplete: "off", spellcheck: "false" })),
+    h("button", { type: "submit" }, "Use it"), status);
+    return form;
+  }
+
+  /** Makes a code that moves this browser's identity to another device. */
+  moveForm() {
+    const shown = h("p", { role: "status" });
+    const button = h("button", { type: "button", class: "move-identity", onclick: async () => {
+      try {
+        const issued = await recoveryCode();
+        mount(shown, "Enter this code on the other device's profile page before ",
+          new Date(issued.expires_at).toLocaleString(), ". It works once, and this browser then stops playing as you: ",
+          h("code", { class: "recovery-code" }, issued.recovery_code));
+      } catch (error) {
+        shown.textContent = error.message;
+      }
+    } }, "Move to another device");
+    return h("div", { class: "pool" }, h("h3", {}, "Your identity"), button, shown);
   }
 
   destroy() {}
@@ -79,6 +117,7 @@ export class PlayerView {
         versus ? this.headToHead(versus) : null,
         player.games ? this.points(player) : null,
         this.recent(player.recent_matches),
+        this.mine ? this.moveForm() : null,
         player.ratings.length ? player.ratings.map((rating, index) => this.pool(rating, histories[index])) : h("p", {}, "No rated game yet.")));
     } catch (error) {
       mount(this.root, h("p", { role: "alert" }, error.message));

@@ -442,6 +442,36 @@ impl Store {
         write_on_backend!(self, "sign_in", db => db.sign_in(&issuer, &subject, &player).await)
     }
 
+    /// Gives `player` the recovery code whose SHA-256 is `code_hash`, valid until
+    /// `expires_at`, replacing any earlier one. False when there is no such player.
+    pub async fn issue_recovery_code(
+        &self,
+        player: Uuid,
+        code_hash: &str,
+        expires_at: Millis,
+    ) -> Result<bool, StoreError> {
+        let code_hash = code_hash.to_owned();
+        write_on_backend!(self, "issue_recovery_code", db => {
+            db.issue_recovery_code(player, &code_hash, expires_at).await
+        })
+    }
+
+    /// Moves a player to the holder of a recovery code: the outstanding, unexpired code
+    /// whose SHA-256 is `code_hash` is used up and the player's secret hash becomes
+    /// `secret_hash`, in one transaction. The player; `None` for a code that is
+    /// unknown, used, replaced or expired at `now`.
+    pub async fn recover_player(
+        &self,
+        code_hash: &str,
+        now: Millis,
+        secret_hash: &str,
+    ) -> Result<Option<PlayerRow>, StoreError> {
+        let (code_hash, secret_hash) = (code_hash.to_owned(), secret_hash.to_owned());
+        write_on_backend!(self, "recover_player", db => {
+            db.recover_player(&code_hash, now, &secret_hash).await
+        })
+    }
+
     pub async fn player(&self, id: Uuid) -> Result<Option<PlayerRow>, StoreError> {
         on_backend!(self, "player", db => db.player(id))
     }

@@ -106,6 +106,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0012_points_by_kind.sql"),
         sqlite: include_str!("../../migrations/sqlite/0012_points_by_kind.sql"),
     },
+    EmbeddedMigration {
+        version: 13,
+        description: "recovery codes",
+        postgres: include_str!("../../migrations/postgres/0013_recovery_codes.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0013_recovery_codes.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -3,7 +3,8 @@
 //! binds each account to one player at its first sign-in, gives a new secret at each
 //! sign-in, and refuses every token it should (typed `bad_account_token`): expired, not
 //! yet valid, another issuer's or audience's, another key's, a shared-secret one. Keys
-//! are made by the test with `openssl`.
+//! are made by the test with `openssl`. A recovery code moves an identity to another
+//! device once.
 
 use carcassonne_tests::client::Api;
 use carcassonne_tests::database::TestDatabase;
@@ -215,4 +216,60 @@ async fn another_sites_accounts_sign_players_in() {
         String::from_utf8_lossy(&refused.stderr).contains("--jwt-key"),
         "{refused:?}"
     );
+}
+
+/// A recovery code moves an identity to another device: only the secret's holder gets
+/// one, it works once, and the identity then answers to the new secret only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recovery_code_moves_an_identity_to_another_device_once() {
+    for database in TestDatabase::both() {
+        let server = TestServer::start(&database.url()).await;
+        let api = Api::new(server.http());
+        let ann = api.register("ann").await;
+        let issue = format!("/api/players/{}/recovery-code", ann.id);
+        let (status, body) = api.post(&issue, json!({ "player_secret": "wrong" })).await;
+        assert_eq!((status, code(&body)), (401, "bad_player_secret"), "{body}");
+        let (status, issued) = api
+            .post(&issue, json!({ "player_secret": ann.secret }))
+            .await;
+        assert_eq!(status, 201, "{issued}");
+        let recovery_code = issued["recovery_code"].as_str().unwrap();
+        assert!(recovery_code.len() >= 40, "a long random code: {issued}");
+
+        let (status, moved) = api
+            .post(
+                "/api/players/recover",
+                json!({ "recovery_code": recovery_code }),
+            )
+            .await;
+        assert_eq!(status, 200, "{moved}");
+        assert_eq!(
+            (moved["id"].as_str(), moved["display_name"].as_str()),
+            (Some(ann.id.as_str()), Some("ann"))
+        );
+        let new_secret = moved["secret"].as_str().unwrap();
+        assert_ne!(new_secret, ann.secret);
+        let (status, again) = api
+            .post(
+                "/api/players/recover",
+                json!({ "recovery_code": recovery_code }),
+            )
+            .await;
+        assert_eq!(
+            (status, code(&again)),
+            (401, "bad_recovery_code"),
+            "used once: {again}"
+        );
+
+        // The old secret no longer seats the player; the new one does.
+        let creator = api.create_lobby("host", 2, json!({})).await;
+        let join = format!("/api/lobbies/{}/join", creator.lobby);
+        let old = json!({ "player_id": ann.id, "player_secret": ann.secret });
+        let (status, body) = api.post(&join, old).await;
+        assert_eq!((status, code(&body)), (401, "bad_player_secret"), "{body}");
+        let new = json!({ "player_id": ann.id, "player_secret": new_secret });
+        let (status, body) = api.post(&join, new).await;
+        assert_eq!(status, 200, "{body}");
+        server.terminate().await;
+    }
 }

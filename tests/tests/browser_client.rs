@@ -638,7 +638,8 @@ async fn the_final_table_counts_inns_and_cathedrals_apart_from_roads_and_cities(
 /// A rated lobby made from the form registers this browser's player identity and offers
 /// no bots; a registered opponent joins over REST; the profiles (the player's own, and
 /// the opponent's with the record between them) and the leaderboards show what the
-/// server holds, and pass axe-core.
+/// server holds, and pass axe-core; a recovery code moves the identity to an emptied
+/// browser.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_show_ratings() {
     let _turn = ONE_AT_A_TIME.lock().await;
@@ -698,6 +699,29 @@ async fn a_rated_lobby_registers_the_player_and_the_profile_and_leaderboards_sho
             .contains("No finished public match yet."),
         "{recent}"
     );
+
+    // A recovery code moves the identity to "another device": this browser, emptied.
+    page.goto(&format!("{base}/#/player/me")).await;
+    page.click("button.move-identity").await;
+    let code = page
+        .wait_until("document.querySelector('code.recovery-code')?.textContent")
+        .await;
+    let code = code.as_str().unwrap().to_owned();
+    page.eval("localStorage.removeItem('identity') || true")
+        .await;
+    page.goto(&format!("{base}/#/leaderboards/two_player"))
+        .await;
+    page.goto(&format!("{base}/#/player/me")).await;
+    let input = page.wait_for("form.recover input[name=code]").await;
+    input.send_keys(&code).await.expect("typed");
+    page.click("form.recover button[type=submit]").await;
+    page.wait_until("document.querySelector('section.profile h2')?.textContent === 'ann'")
+        .await;
+    let moved = page
+        .eval("JSON.parse(localStorage.getItem('identity'))")
+        .await;
+    assert_eq!(moved["id"], me.as_str(), "{moved}");
+    page.assert_accessible("profile with the move button").await;
     page.goto(&format!("{base}/#/leaderboards/multiplayer"))
         .await;
     page.wait_until(

@@ -32,6 +32,7 @@ use utoipa::{Modify, OpenApi};
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
         players::create_player, players::sign_in, players::show_player, matches::player_matches, players::head_to_head,
+        players::issue_recovery_code, players::recover,
         ratings::leaderboard, ratings::rating_history,
         queue::join_queue, queue::show_ticket, queue::cancel_ticket, queue::ticket_events,
         matches::list_matches, matches::show_match, matches::match_record,
@@ -143,6 +144,11 @@ pub fn router() -> Router<AppState> {
         .route("/players", post(players::create_player))
         .route("/players/sign-in", post(players::sign_in))
         .route("/players/{id}", get(players::show_player))
+        .route("/players/recover", post(players::recover))
+        .route(
+            "/players/{id}/recovery-code",
+            post(players::issue_recovery_code),
+        )
         .route("/players/{id}/matches", get(matches::player_matches))
         .route(
             "/players/{id}/head-to-head/{opponent}",

@@ -150,6 +150,80 @@ pub async fn create_player(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+/// How long a recovery code stays usable.
+const RECOVERY_CODE_LIFETIME_MS: i64 = 24 * 60 * 60 * 1000;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlayerSecret {
+    pub player_secret: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecoveryCodeIssued {
+    /// Shown once: entered on another device (`POST /api/players/recover`), it moves the
+    /// identity there. It works once, and replaces any earlier code.
+    pub recovery_code: String,
+    /// RFC 3339; the code is refused from then on.
+    pub expires_at: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recover {
+    pub recovery_code: String,
+}
+
+#[utoipa::path(post, path = "/api/players/{id}/recovery-code", tag = "players",
+    params(("id" = Uuid, Path, description = "player id")), request_body = PlayerSecret,
+    responses((status = 201, body = RecoveryCodeIssued, description = "A one-time code that moves this identity to another device"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: the id is not a UUID, or the body is malformed"),
+        (status = 401, body = ErrorResponse, description = "`bad_player_secret`: the secret is not this player's (or there is no such player)")))]
+pub async fn issue_recovery_code(
+    State(state): State<AppState>,
+    AppPath(id): AppPath<Uuid>,
+    AppJson(body): AppJson<PlayerSecret>,
+) -> Result<(StatusCode, Json<RecoveryCodeIssued>), AppError> {
+    verify_player(&state.store, id, Some(body.player_secret)).await?;
+    let code = Token::generate();
+    let expires_at = now_millis() + RECOVERY_CODE_LIFETIME_MS;
+    if !state
+        .store
+        .issue_recovery_code(id, &code.hash(), expires_at)
+        .await?
+    {
+        return Err(AppError::BadPlayerSecret);
+    }
+    let issued = RecoveryCodeIssued {
+        recovery_code: code.reveal().to_owned(),
+        expires_at: rfc3339(expires_at),
+    };
+    Ok((StatusCode::CREATED, Json(issued)))
+}
+
+#[utoipa::path(post, path = "/api/players/recover", tag = "players",
+    request_body = Recover,
+    responses((status = 200, body = PlayerCreated, description = "The identity, with a new secret: the old one stops working"),
+        (status = 400, body = ErrorResponse, description = "`bad_request`: a malformed body"),
+        (status = 401, body = ErrorResponse, description = "`bad_recovery_code`: unknown, already used, replaced by a newer one, or expired")))]
+pub async fn recover(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<Recover>,
+) -> Result<Json<PlayerCreated>, AppError> {
+    let code = Token::from_client(body.recovery_code.trim());
+    let secret = Token::generate();
+    let recovered = state
+        .store
+        .recover_player(&code.hash(), now_millis(), &secret.hash())
+        .await?;
+    let player = recovered.ok_or(AppError::BadRecoveryCode)?;
+    Ok(Json(PlayerCreated {
+        id: player.id,
+        display_name: player.display_name,
+        secret: secret.reveal().to_owned(),
+    }))
+}
+
 #[utoipa::path(post, path = "/api/players/sign-in", tag = "players",
     security(("account_token" = [])),
     responses((status = 201, body = PlayerCreated, description = "The account's first sign-in: a new player bound to it, and its secret"),

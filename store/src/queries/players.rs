@@ -6,7 +6,7 @@ use sqlx::{ColumnIndex, Decode, Executor, Row};
 use uuid::Uuid;
 
 use super::{Bind, Column, SqlBackend, SqlStore, Tx};
-use crate::{PlayerRow, StoreError, TimeControl};
+use crate::{Millis, PlayerRow, StoreError, TimeControl};
 
 impl<DB: SqlBackend> SqlStore<DB>
 where
@@ -111,6 +111,72 @@ where
         .fetch_optional(&self.pool)
         .await?;
         row.as_ref().map(Self::player_from_row).transpose()
+    }
+
+    /// Replaces `player`'s outstanding recovery code; false when there is no such player.
+    pub(crate) async fn issue_recovery_code(
+        &self,
+        player: Uuid,
+        code_hash: &str,
+        expires_at: Millis,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let exists = sqlx::query("SELECT 1 FROM players WHERE id = $1")
+            .bind(player)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if exists {
+            sqlx::query(
+                "INSERT INTO player_recovery (player_id, code_hash, expires_at) \
+                 VALUES ($1, $2, $3) ON CONFLICT (player_id) \
+                 DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at",
+            )
+            .bind(player)
+            .bind(code_hash)
+            .bind(expires_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(exists)
+    }
+
+    /// Uses the recovery code `code_hash` if it is outstanding and unexpired at `now`:
+    /// the code is deleted and its player's secret hash becomes `secret_hash`, in one
+    /// transaction, so a code works once. The player, with the new hash; `None` for a
+    /// code that is unknown, used, replaced or expired.
+    pub(crate) async fn recover_player(
+        &self,
+        code_hash: &str,
+        now: Millis,
+        secret_hash: &str,
+    ) -> Result<Option<PlayerRow>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let used = sqlx::query(
+            "DELETE FROM player_recovery WHERE code_hash = $1 AND expires_at > $2 \
+             RETURNING player_id",
+        )
+        .bind(code_hash)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(used) = used else {
+            tx.commit().await?;
+            return Ok(None);
+        };
+        let id: Uuid = used.try_get("player_id")?;
+        let row = sqlx::query(
+            "UPDATE players SET secret_hash = $2 WHERE id = $1 \
+             RETURNING id, display_name, secret_hash, created_at",
+        )
+        .bind(id)
+        .bind(secret_hash)
+        .fetch_one(&mut *tx)
+        .await?;
+        let player = Self::player_from_row(&row)?;
+        tx.commit().await?;
+        Ok(Some(player))
     }
 
     fn player_from_row(row: &DB::Row) -> Result<PlayerRow, StoreError> {
