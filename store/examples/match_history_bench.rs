@@ -9,6 +9,8 @@
 //!   --backend B      sqlite, postgres or both (default both)
 //!   --postgres URL   the server to create the benchmark database on (default
 //!                    TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres)
+//!   --rated-share F  the share (0 to 1) of guest-free matches that are rated
+//!                    (default 2/3); rating makes a match's import several times dearer
 //!   --explain        also print the plan of every list query
 //!   --keep           keep the databases afterwards, for inspecting them by hand
 //! ```
@@ -57,6 +59,8 @@ struct Options {
     postgres_url: String,
     explain: bool,
     keep: bool,
+    /// The share of guest-free matches that are rated.
+    rated_share: f64,
 }
 
 fn parse_options() -> Options {
@@ -69,6 +73,7 @@ fn parse_options() -> Options {
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned()),
         explain: false,
         keep: false,
+        rated_share: 2.0 / 3.0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -84,10 +89,18 @@ fn parse_options() -> Options {
             "--backend" => options.backends = backends(&value()),
             "--explain" => options.explain = true,
             "--keep" => options.keep = true,
+            "--rated-share" => options.rated_share = share(&value()),
             other => usage(&format!("unknown option {other}")),
         }
     }
     options
+}
+
+fn share(text: &str) -> f64 {
+    text.parse()
+        .ok()
+        .filter(|share| (0.0..=1.0).contains(share))
+        .unwrap_or_else(|| usage(&format!("{text} is not a share from 0 to 1")))
 }
 
 fn number(text: &str) -> usize {
@@ -165,7 +178,7 @@ fn generate_players(random: &mut Random, count: usize) -> Vec<PlayerRow> {
         .collect()
 }
 
-fn generate_match(random: &mut Random, players: &[PlayerRow]) -> FinishedMatch {
+fn generate_match(random: &mut Random, players: &[PlayerRow], share: f64) -> FinishedMatch {
     let rules = generate_rules(random);
     let seat_count = generate_seat_count(random, &rules);
     let seats = generate_seats(random, players, seat_count);
@@ -182,15 +195,16 @@ fn generate_match(random: &mut Random, players: &[PlayerRow]) -> FinishedMatch {
         finished_at,
         status: MatchStatus::Finished,
         tiles_placed: 71,
-        rating: rated_share(random, &seats),
+        rating: rated_share(random, &seats, share),
         seats,
     }
 }
 
-/// Two matches in three are rated when no guest played them; places follow the scores.
-fn rated_share(random: &mut Random, seats: &[MatchSeat]) -> Option<RatedMatch> {
+/// `share` of the matches no guest played are rated (two in three by default); places
+/// follow the scores.
+fn rated_share(random: &mut Random, seats: &[MatchSeat], share: f64) -> Option<RatedMatch> {
     let players: Option<Vec<Uuid>> = seats.iter().map(|seat| seat.player_id).collect();
-    let players = players.filter(|_| random.chance(2.0 / 3.0))?;
+    let players = players.filter(|_| random.chance(share))?;
     let standing: Vec<(u8, u32)> = seats.iter().map(|seat| (seat.seat, seat.score)).collect();
     let places = places_by_score(&standing, &[]);
     Some(RatedMatch {
@@ -331,7 +345,7 @@ async fn write_history(store: &Store, options: &Options) -> HistoryKeys {
     while remaining > 0 {
         let generation_started = Instant::now();
         let batch: Vec<FinishedMatch> = (0..remaining.min(IMPORT_BATCH))
-            .map(|_| generate_match(&mut random, &players))
+            .map(|_| generate_match(&mut random, &players, options.rated_share))
             .collect();
         generating += generation_started.elapsed();
         store
