@@ -310,7 +310,8 @@ pub struct PlayerStats {
 }
 
 /// Two players' record in the matches they both played, each seen from `player`.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 pub struct HeadToHead {
     pub games: u64,
     /// Matches `player` won (a shared win counts for both).

@@ -19,7 +19,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use carcassonne_core::PointsByKind;
-use carcassonne_store::{MatchFilter, PlayerRow, PlayerStats, Store};
+use carcassonne_store::{HeadToHead, MatchFilter, PlayerRow, PlayerStats, Store};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -63,15 +63,8 @@ pub struct PlayerView {
 pub struct HeadToHeadView {
     pub player: PlayerName,
     pub opponent: PlayerName,
-    pub games: u64,
-    /// Matches `player` won; a shared win counts for both.
-    pub wins: u64,
-    pub opponent_wins: u64,
-    /// Matches `player` ended with more points than the opponent.
-    pub ahead: u64,
-    pub opponent_ahead: u64,
-    pub average_score: f64,
-    pub opponent_average_score: f64,
+    #[serde(flatten)]
+    pub record: HeadToHead,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -336,13 +329,7 @@ pub async fn head_to_head(
     Ok(Json(HeadToHeadView {
         player,
         opponent,
-        games: record.games,
-        wins: record.wins,
-        opponent_wins: record.opponent_wins,
-        ahead: record.ahead,
-        opponent_ahead: record.opponent_ahead,
-        average_score: record.average_score,
-        opponent_average_score: record.opponent_average_score,
+        record,
     }))
 }
 
