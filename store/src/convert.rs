@@ -2,15 +2,17 @@
 //!
 //! Neither database has unsigned integers, so seats, counts, scores and sequence numbers
 //! go into signed columns and are checked on the way in and out; seeds, which use all 64
-//! bits, are bit-cast instead. Statuses, seat controls and move origins are stored as
-//! their snake_case names (the same as their serde names), and the expansions of a match
+//! bits, are bit-cast instead. Statuses, seat controls, move origins and the chat's
+//! policies and audiences are stored as their snake_case names (the same as their serde names), and the expansions of a match
 //! as a bitmask so that "has all of these" is one integer test.
 
 use std::fmt::Display;
 
 use carcassonne_core::Expansion;
 
-use crate::{LobbyStatus, MatchStatus, MoveOrigin, SeatControl, StoreError};
+use crate::{
+    ChatAudience, ChatPolicy, LobbyStatus, MatchStatus, MoveOrigin, SeatControl, StoreError,
+};
 
 /// `value` as another integer type, or [`StoreError::Corrupt`] naming `what` when it does
 /// not fit (a stored value out of range, or a value too large for its column).
@@ -114,6 +116,31 @@ impl TextColumn for MatchStatus {
     }
 }
 
+impl TextColumn for ChatPolicy {
+    const ALL: &'static [Self] = &[ChatPolicy::All, ChatPolicy::Players, ChatPolicy::Off];
+    const WHAT: &'static str = "chat policy";
+
+    fn to_column(self) -> &'static str {
+        match self {
+            ChatPolicy::All => "all",
+            ChatPolicy::Players => "players",
+            ChatPolicy::Off => "off",
+        }
+    }
+}
+
+impl TextColumn for ChatAudience {
+    const ALL: &'static [Self] = &[ChatAudience::Players, ChatAudience::Everyone];
+    const WHAT: &'static str = "chat audience";
+
+    fn to_column(self) -> &'static str {
+        match self {
+            ChatAudience::Players => "players",
+            ChatAudience::Everyone => "everyone",
+        }
+    }
+}
+
 /// The bit of one expansion in `matches.expansions`. Fixed here rather than taken from
 /// the enum's order, because stored rows must keep their meaning if the enum changes.
 fn expansion_bit(expansion: Expansion) -> i32 {
@@ -183,6 +210,8 @@ mod tests {
         assert_text_column_round_trips::<SeatControl>();
         assert_text_column_round_trips::<MoveOrigin>();
         assert_text_column_round_trips::<MatchStatus>();
+        assert_text_column_round_trips::<ChatPolicy>();
+        assert_text_column_round_trips::<ChatAudience>();
     }
 
     #[test]

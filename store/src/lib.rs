@@ -68,11 +68,12 @@ use ratings::{RatingChange, RatingPool};
 pub use leases::LeaseHolder;
 pub use options::{RatingsAnnouncement, StoreOptions};
 pub use records::{
-    FinishedMatch, GameLog, HeadToHead, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow,
-    LobbyStatus, MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat,
-    MatchStatus, MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats,
-    QueueRound, QueueTicket, QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow,
-    StoredAt, TicketStatus, TimeControl,
+    ChatAudience, ChatEffect, ChatEntryRow, ChatPolicy, ChatRead, FinishedMatch, GameLog,
+    HeadToHead, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus, MatchCursor,
+    MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat, MatchStatus, MatchSummary,
+    Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, QueueRound, QueueTicket,
+    QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow, StoredAt, TicketStatus,
+    TimeControl,
 };
 
 use std::pin::Pin;
@@ -793,8 +794,9 @@ impl Store {
         on_backend!(self, "stored_at", db => db.stored_at(game, seq))
     }
 
-    /// Every open or playing lobby with its seats and move log, to restore at start-up.
-    /// Oldest lobby first.
+    /// Every open or playing lobby with its seats, move log, the newest
+    /// [`LIVE_CHAT_ENTRIES`] entries of its chat and its chat mutes, to restore at
+    /// start-up. Oldest lobby first.
     pub async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
         on_backend!(self, "live_games", db => db.live_games())
     }
@@ -804,6 +806,55 @@ impl Store {
     /// cancelled. A node restores a game it takes over with this.
     pub async fn live_game(&self, id: Uuid) -> Result<Option<LiveGame>, StoreError> {
         on_backend!(self, "live_game", db => db.live_game(id))
+    }
+
+    /// Writes a chat entry of `game` and its `effect`, in one transaction: for
+    /// [`ChatEffect::Redact`] the earlier entry's text is replaced, for
+    /// [`ChatEffect::Policy`] the lobby's [`LobbyRow::chat_policy`]. The game's `seq` is
+    /// not touched, and a chat write is accepted whatever the game's status.
+    ///
+    /// [`StoreError::Conflict`] when the entry's `chat_seq` is already written;
+    /// [`StoreError::NotFound`] when there is no lobby `game`, or no entry to redact. On
+    /// any error nothing is written.
+    pub async fn append_chat(
+        &self,
+        game: Uuid,
+        entry: &ChatEntryRow,
+        effect: &ChatEffect,
+    ) -> Result<(), StoreError> {
+        let (entry, effect) = (entry.clone(), effect.clone());
+        write_on_backend!(self, "append_chat", db => db.append_chat(game, &entry, &effect).await)
+    }
+
+    /// The entries of `game`'s chat that `read` selects (see [`ChatRead`]), in `chat_seq`
+    /// order; empty for a game with no chat, or no such game.
+    pub async fn chat_entries(
+        &self,
+        game: Uuid,
+        read: &ChatRead,
+    ) -> Result<Vec<ChatEntryRow>, StoreError> {
+        on_backend!(self, "chat_entries", db => db.chat_entries(game, read))
+    }
+
+    /// Makes `seat` of `game` mute `author` (the server's name for whoever writes), or no
+    /// longer. Setting what is already so succeeds and changes nothing. Muting in a game
+    /// that does not exist is [`StoreError::NotFound`].
+    pub async fn set_chat_mute(
+        &self,
+        game: Uuid,
+        seat: u8,
+        author: &str,
+        muted: bool,
+    ) -> Result<(), StoreError> {
+        let author = author.to_owned();
+        write_on_backend!(self, "set_chat_mute", db => {
+            db.set_chat_mute(game, seat, &author, muted).await
+        })
+    }
+
+    /// Who mutes whom in `game`'s chat: `(seat, author)`, by seat then author.
+    pub async fn chat_mutes(&self, game: Uuid) -> Result<Vec<(u8, String)>, StoreError> {
+        on_backend!(self, "chat_mutes", db => db.chat_mutes(game))
     }
 
     /// Takes or renews the lease of live game `game` for `node` when it is free (owner
@@ -979,6 +1030,10 @@ impl Store {
         on_backend!(self, "match_ratings", db => db.match_ratings(id))
     }
 }
+
+/// How many of a game's newest chat entries [`Store::live_games`] and
+/// [`Store::live_game`] read with it: what a restored room holds of its chat.
+pub const LIVE_CHAT_ENTRIES: usize = 100;
 
 /// The most matches one call to [`Store::matches`] returns.
 pub const MAX_MATCH_PAGE: u32 = 200;

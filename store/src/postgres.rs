@@ -83,8 +83,9 @@ impl SqlBackend for sqlx::Postgres {
 
     const INSERT_LOBBY: &'static str = "\
         INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-        status, seed, deck_salt, seq, created_at, started_at, finished_at, rated, owner_node) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+        status, seed, deck_salt, seq, created_at, started_at, finished_at, rated, chat_policy, \
+        owner_node) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
         NULLIF(current_setting('carcassonne.node', true), ''))";
 
     fn rows_affected(result: &PgQueryResult) -> u64 {

@@ -104,6 +104,72 @@ pub enum MatchStatus {
     Abandoned,
 }
 
+/// Who may write in a game's chat, chosen by the lobby's creator.
+// Stored in `lobbies.chat_policy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ChatPolicy {
+    /// Players and spectators.
+    #[default]
+    All,
+    /// Only the seated players.
+    Players,
+    /// Nobody.
+    Off,
+}
+
+/// Who may read a chat entry.
+// Stored in `chat_entries.audience`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ChatAudience {
+    /// Only the seated players.
+    Players,
+    /// Players and spectators.
+    Everyone,
+}
+
+/// One entry of a game's chat: a message, a deletion's notice, a change of policy. The
+/// server makes the entry's JSON and the store keeps it as text, never reading it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChatEntryRow {
+    /// The entry's number in its game's chat, from 1; its own count, not the game's `seq`.
+    pub chat_seq: u64,
+    pub audience: ChatAudience,
+    pub created_at: Millis,
+    /// The JSON text of the entry, as the server made it.
+    pub entry: String,
+}
+
+/// What else a chat entry's write changes, in the same transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChatEffect {
+    None,
+    /// An operator's deletion: the text of entry `chat_seq` becomes `entry`, so that the
+    /// deleted words are gone from the database too, not only hidden.
+    Redact {
+        chat_seq: u64,
+        entry: String,
+    },
+    /// The lobby's chat policy becomes this one.
+    Policy(ChatPolicy),
+}
+
+/// Which chat entries [`Store::chat_entries`](crate::Store::chat_entries) reads: of those
+/// numbered after `after` and before `before` (each bound left out when `None`), the newest
+/// `limit`, in ascending order. The newest 100 are `after: None, before: None, limit: 100`;
+/// the page before entry `x`, `before: Some(x)`; what came after `x`, `after: Some(x)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChatRead {
+    pub after: Option<u64>,
+    pub before: Option<u64>,
+    pub limit: u32,
+    /// Whether the entries only the players may read are included too.
+    pub players: bool,
+}
+
 /// A lobby, which becomes a game with the same id when it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LobbyRow {
@@ -130,6 +196,8 @@ pub struct LobbyRow {
     pub finished_at: Option<Millis>,
     /// Whether the game, when it ends, changes its players' ratings (chosen at creation).
     pub rated: bool,
+    /// Who may write in the game's chat: chosen at creation, changed by its creator.
+    pub chat_policy: ChatPolicy,
 }
 
 /// A taken seat.
@@ -189,6 +257,11 @@ pub struct LiveGame {
     pub seats: Vec<SeatRow>,
     /// In `seq` order.
     pub moves: Vec<MoveRow>,
+    /// The newest [`LIVE_CHAT_ENTRIES`](crate::LIVE_CHAT_ENTRIES) entries of its chat,
+    /// both audiences, in `chat_seq` order.
+    pub chat: Vec<ChatEntryRow>,
+    /// Who mutes whom in its chat: `(seat, author)`, by seat then author.
+    pub chat_mutes: Vec<(u8, String)>,
 }
 
 /// What [`Store::game_log`](crate::Store::game_log) reads.

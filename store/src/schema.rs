@@ -112,6 +112,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0013_recovery_codes.sql"),
         sqlite: include_str!("../../migrations/sqlite/0013_recovery_codes.sql"),
     },
+    EmbeddedMigration {
+        version: 14,
+        description: "chat",
+        postgres: include_str!("../../migrations/postgres/0014_chat.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0014_chat.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

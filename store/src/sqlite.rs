@@ -75,8 +75,8 @@ impl SqlBackend for sqlx::Sqlite {
 
     const INSERT_LOBBY: &'static str = "\
         INSERT INTO lobbies (id, name, is_public, invite_hash, seat_count, rules, clock, \
-        status, seed, deck_salt, seq, created_at, started_at, finished_at, rated) \
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+        status, seed, deck_salt, seq, created_at, started_at, finished_at, rated, chat_policy) \
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
     fn rows_affected(result: &SqliteQueryResult) -> u64 {
         result.rows_affected()

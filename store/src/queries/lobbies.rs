@@ -9,7 +9,9 @@ use super::{Bind, Column, SqlBackend, SqlStore, Tx};
 use crate::convert::{
     TextColumn, fit, seed_from_column, seed_to_column, status_from_column, status_to_column,
 };
-use crate::{GameStart, LobbyRow, LobbyStatus, SeatControl, SeatRow, StoreError, TimeControl};
+use crate::{
+    ChatPolicy, GameStart, LobbyRow, LobbyStatus, SeatControl, SeatRow, StoreError, TimeControl,
+};
 
 /// The statuses in which a lobby's seats may still change hands: open and playing.
 const LIVE: &[LobbyStatus] = &[LobbyStatus::Open, LobbyStatus::Playing];
@@ -357,6 +359,7 @@ where
             .bind(lobby.started_at)
             .bind(lobby.finished_at)
             .bind(lobby.rated)
+            .bind(lobby.chat_policy.to_column())
             .execute(&mut **tx)
             .await?;
         Ok(())
@@ -404,6 +407,7 @@ where
             started_at: row.try_get("started_at")?,
             finished_at: row.try_get("finished_at")?,
             rated: row.try_get("rated")?,
+            chat_policy: ChatPolicy::from_column(row.try_get("chat_policy")?)?,
         })
     }
 

@@ -32,7 +32,7 @@
 macro_rules! lobby_columns {
     () => {
         "id, name, is_public, invite_hash, seat_count, rules, clock, status, seed, deck_salt, \
-         seq, created_at, started_at, finished_at, rated"
+         seq, created_at, started_at, finished_at, rated, chat_policy"
     };
 }
 
@@ -60,6 +60,7 @@ macro_rules! move_columns {
     };
 }
 
+mod chat;
 mod commit_groups;
 mod lobbies;
 mod matches;
@@ -132,7 +133,7 @@ pub(crate) trait SqlBackend:
     /// at `$2`, if one is.
     const STORED_AT: &'static str;
 
-    /// Inserts a lobby: `$1` to `$15` are the columns of `lobby_columns!`, in its order.
+    /// Inserts a lobby: `$1` to `$16` are the columns of `lobby_columns!`, in its order.
     const INSERT_LOBBY: &'static str;
 
     /// Run first in a matchmaking round: one boolean column, true when this round may go

@@ -9,11 +9,11 @@ use super::{Bind, Column, SqlBackend, SqlStore, Tx, WriterKind, detached_writer_
 use crate::convert::{TextColumn, fit};
 use crate::ratings::RatingChange;
 use crate::{
-    FinalChange, GameEnding, GameLog, LiveGame, LobbyStatus, MoveOrigin, MoveRow,
-    RatingsAnnouncement, StoreError, StoredAt, TimeControl,
+    FinalChange, GameEnding, GameLog, LIVE_CHAT_ENTRIES, LiveGame, LobbyStatus, MoveOrigin,
+    MoveRow, RatingsAnnouncement, StoreError, StoredAt, TimeControl,
 };
 
-/// The three reads of live games, all selecting their lobbies by one condition.
+/// The reads of live games, all selecting their lobbies by one condition.
 struct LiveQueries {
     /// The lobbies, oldest first.
     lobbies: &'static str,
@@ -21,12 +21,23 @@ struct LiveQueries {
     seats: &'static str,
     /// Their moves, grouped by game, in `seq` order.
     moves: &'static str,
+    /// The newest [`LIVE_CHAT_ENTRIES`] entries of each one's chat (a bound parameter),
+    /// grouped by game, in `chat_seq` order.
+    chat: &'static str,
+    /// Their chat mutes, grouped by game.
+    chat_mutes: &'static str,
 }
 
-/// The [`LiveQueries`] of the lobbies that satisfy `$condition`, a string literal. The
-/// condition `live_games` uses is the predicate of the partial index `lobbies_live`.
+/// The [`LiveQueries`] of the lobbies that satisfy `$condition`, a string literal, with
+/// the number of chat entries to read bound as `$chat_limit`. The condition `live_games`
+/// uses is the predicate of the partial index `lobbies_live`.
+///
+/// The chat of every game is read in one statement: each game's entries numbered from
+/// its newest (`ROW_NUMBER`, which both databases have), and the first few of each kept.
+/// At start-up, with thousands of games, one statement per game would be as many round
+/// trips.
 macro_rules! live_queries {
-    ($condition:literal) => {
+    ($condition:literal, $chat_limit:literal) => {
         LiveQueries {
             lobbies: concat!(
                 "SELECT ",
@@ -48,6 +59,22 @@ macro_rules! live_queries {
                 " FROM moves WHERE game_id IN (SELECT id FROM lobbies WHERE ",
                 $condition,
                 ") ORDER BY game_id, seq"
+            ),
+            chat: concat!(
+                "SELECT game_id, chat_seq, audience, created_at, entry FROM (\
+                 SELECT game_id, chat_seq, audience, created_at, entry, \
+                 ROW_NUMBER() OVER (PARTITION BY game_id ORDER BY chat_seq DESC) AS recency \
+                 FROM chat_entries WHERE game_id IN (SELECT id FROM lobbies WHERE ",
+                $condition,
+                ")) AS recent WHERE recency <= ",
+                $chat_limit,
+                " ORDER BY game_id, chat_seq"
+            ),
+            chat_mutes: concat!(
+                "SELECT game_id, seat, author FROM chat_mutes \
+                 WHERE game_id IN (SELECT id FROM lobbies WHERE ",
+                $condition,
+                ") ORDER BY game_id, seat, author"
             ),
         }
     };
@@ -270,40 +297,52 @@ where
     }
 
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
-        self.read_live(&live_queries!("status IN ('open', 'playing')"), None)
-            .await
+        let queries = live_queries!("status IN ('open', 'playing')", "$1");
+        self.read_live(&queries, None).await
     }
 
     /// The one game `live_games` would return with this id, read the same way: a node
     /// that takes over a game (its owner's lease lapsed) restores that game alone.
     pub(crate) async fn live_game(&self, id: Uuid) -> Result<Option<LiveGame>, StoreError> {
-        let queries = live_queries!("id = $1 AND status IN ('open', 'playing')");
+        let queries = live_queries!("id = $1 AND status IN ('open', 'playing')", "$2");
         Ok(self.read_live(&queries, Some(id)).await?.pop())
     }
 
-    /// Reads the lobbies `queries` select, with their seats and moves. The three reads
+    /// Reads the lobbies `queries` select, with their seats, moves and chat. The reads
     /// select their lobbies with the same condition, and run in one snapshot so that they
-    /// agree; `id`, when given, is bound as `$1` in each.
+    /// agree; `id`, when given, is bound as `$1` in each, and the chat's limit after it.
     async fn read_live(
         &self,
         queries: &LiveQueries,
         id: Option<Uuid>,
     ) -> Result<Vec<LiveGame>, StoreError> {
+        let chat_limit = fit::<usize, i64>(LIVE_CHAT_ENTRIES, "chat entries")?;
         let mut tx = self.begin_snapshot().await?;
-        let mut rows = Vec::with_capacity(3);
-        for sql in [queries.lobbies, queries.seats, queries.moves] {
-            let query = sqlx::query(sql);
-            let query = match id {
-                Some(id) => query.bind(id),
-                None => query,
-            };
+        let reads = [
+            (queries.lobbies, None),
+            (queries.seats, None),
+            (queries.moves, None),
+            (queries.chat, Some(chat_limit)),
+            (queries.chat_mutes, None),
+        ];
+        let mut rows = Vec::with_capacity(reads.len());
+        for (sql, limit) in reads {
+            let mut query = sqlx::query(sql);
+            if let Some(id) = id {
+                query = query.bind(id);
+            }
+            if let Some(limit) = limit {
+                query = query.bind(limit);
+            }
             rows.push(query.fetch_all(&mut *tx).await?);
         }
         tx.commit().await?;
-        let [lobbies, seats, moves]: [Vec<DB::Row>; 3] =
-            rows.try_into().expect("three queries, three results");
+        let [lobbies, seats, moves, chat, chat_mutes]: [Vec<DB::Row>; 5] =
+            rows.try_into().expect("five queries, five results");
         let mut seats = Self::group_rows(&seats, "lobby_id", Self::seat_from_row)?;
         let mut moves = Self::group_rows(&moves, "game_id", Self::move_from_row)?;
+        let mut chat = Self::group_rows(&chat, "game_id", Self::chat_entry_from_row)?;
+        let mut chat_mutes = Self::group_rows(&chat_mutes, "game_id", Self::chat_mute_from_row)?;
         lobbies
             .iter()
             .map(|row| {
@@ -311,6 +350,8 @@ where
                 Ok(LiveGame {
                     seats: seats.remove(&lobby.id).unwrap_or_default(),
                     moves: moves.remove(&lobby.id).unwrap_or_default(),
+                    chat: chat.remove(&lobby.id).unwrap_or_default(),
+                    chat_mutes: chat_mutes.remove(&lobby.id).unwrap_or_default(),
                     lobby,
                 })
             })

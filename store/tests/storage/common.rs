@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use carcassonne_core::{Expansion, FigureKind, Move, PointsByKind, Pos, Rotation, Rules, Spot};
 use carcassonne_store::{
-    Backend, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, MatchStatus, Millis, MoveOrigin,
-    MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
+    Backend, ChatPolicy, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, MatchStatus, Millis,
+    MoveOrigin, MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
 };
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -378,6 +378,7 @@ pub fn open_lobby(name: &str, created_at: Millis) -> LobbyRow {
         started_at: None,
         finished_at: None,
         rated: false,
+        chat_policy: ChatPolicy::default(),
     }
 }
 

@@ -8,6 +8,7 @@
 #[macro_use]
 mod common;
 
+mod chat;
 mod connection;
 mod control;
 mod faults;
