@@ -25,6 +25,9 @@ pub struct Config {
     pub queue: QueueSettings,
     /// Another site whose JWTs sign players in (`POST /api/players/sign-in`).
     pub accounts: Option<Arc<AccountIssuer>>,
+    /// The SHA-256 (lowercase hex) of the operator's admin token, which operator
+    /// requests (deleting a chat message) carry; none: there are no operator requests.
+    pub admin_token_sha256: Option<String>,
     /// Cluster mode (NATS and a node name); None for a single node.
     pub cluster: Option<ClusterConfig>,
     /// A single node may start on a database whose cluster nodes hold live leases, and
@@ -42,6 +45,7 @@ impl Config {
             bot_threads: default_bot_threads(),
             queue: QueueSettings::default(),
             accounts: None,
+            admin_token_sha256: None,
             cluster: None,
             take_over_from_cluster: false,
         }

@@ -36,6 +36,9 @@ pub enum AppError {
     BadRecoveryCode,
     #[error("spectators cannot play")]
     NotAPlayer,
+    /// An operator's request without the configured admin token (or none is configured).
+    #[error("this needs the operator's admin token (Authorization: Bearer TOKEN)")]
+    BadAdminToken,
     #[error("too many connections; try again later")]
     TooManyConnections,
     #[error("{0}")]
@@ -91,6 +94,7 @@ impl AppError {
             AppError::BadAccountToken => "bad_account_token",
             AppError::BadRecoveryCode => "bad_recovery_code",
             AppError::NotAPlayer => "not_a_player",
+            AppError::BadAdminToken => "bad_admin_token",
             AppError::TooManyConnections => "too_many_connections",
             AppError::TooManyLobbies(_) => "too_many_lobbies",
             AppError::RateLimited => "rate_limited",
@@ -122,7 +126,8 @@ impl AppError {
             AppError::MissingToken
             | AppError::BadPlayerSecret
             | AppError::BadAccountToken
-            | AppError::BadRecoveryCode => StatusCode::UNAUTHORIZED,
+            | AppError::BadRecoveryCode
+            | AppError::BadAdminToken => StatusCode::UNAUTHORIZED,
             AppError::NotAPlayer => StatusCode::FORBIDDEN,
             AppError::AlreadyWelcomed | AppError::AlreadyQueued | AppError::TicketNotWaiting(_) => {
                 StatusCode::CONFLICT
@@ -170,6 +175,10 @@ fn room_code(refusal: &RoomError) -> &str {
         RoomError::NotABot(_) => "not_a_bot",
         RoomError::PrivateGame => "private_game",
         RoomError::RatedPlayersOnly => "rated_players_only",
+        RoomError::BadChatText(_) => "bad_chat_text",
+        RoomError::ChatClosed(_) => "chat_closed",
+        RoomError::ChatRateLimited => "chat_rate_limited",
+        RoomError::SpectatorUnknown => "spectator_unknown",
         RoomError::StorageUnavailable => "storage_unavailable",
         RoomError::ShuttingDown => "shutting_down",
         RoomError::Internal => "internal",
@@ -179,13 +188,16 @@ fn room_code(refusal: &RoomError) -> &str {
 
 fn room_status(refusal: &RoomError) -> StatusCode {
     match refusal {
-        RoomError::IllegalMove(_) => StatusCode::BAD_REQUEST,
+        RoomError::IllegalMove(_) | RoomError::BadChatText(_) => StatusCode::BAD_REQUEST,
+        RoomError::ChatRateLimited => StatusCode::TOO_MANY_REQUESTS,
         RoomError::NotFound(_) => StatusCode::NOT_FOUND,
         RoomError::BadToken => StatusCode::UNAUTHORIZED,
         RoomError::NotCreator
         | RoomError::BadInviteCode
         | RoomError::PrivateGame
-        | RoomError::RatedPlayersOnly => StatusCode::FORBIDDEN,
+        | RoomError::RatedPlayersOnly
+        | RoomError::ChatClosed(_)
+        | RoomError::SpectatorUnknown => StatusCode::FORBIDDEN,
         RoomError::LobbyFull
         | RoomError::AlreadySeated(_)
         | RoomError::LobbyNotOpen(_)

@@ -125,7 +125,8 @@ pub async fn run(
     let mut state = AppState::new(store, config.limits, shutdown.clone())
         .with_rooms(config.rooms, BotPool::new(config.bot_threads))
         .with_queue(config.queue)
-        .with_accounts(config.accounts);
+        .with_accounts(config.accounts)
+        .with_admin_token(config.admin_token_sha256);
     if let Some(cluster_config) = &config.cluster {
         let cluster = Cluster::connect(cluster_config)
             .await

@@ -145,6 +145,21 @@ struct AccountArgs {
     /// The audience (`aud`) tokens must name; unchecked when not set.
     #[arg(long, env = "JWT_AUDIENCE", requires = "jwt_issuer")]
     jwt_audience: Option<String>,
+    /// The SHA-256 (64 hex digits) of the operator's admin token, which operator
+    /// requests carry as `Authorization: Bearer TOKEN` (deleting a chat message). The
+    /// token itself is never configured, so it is in no file or process listing.
+    #[arg(long, env = "ADMIN_TOKEN_SHA256", value_parser = sha256_hex)]
+    admin_token_sha256: Option<String>,
+}
+
+/// A SHA-256 as 64 hex digits, kept in lowercase.
+fn sha256_hex(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text.len() == 64 && text.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(text.to_ascii_lowercase())
+    } else {
+        Err("expected a SHA-256 as 64 hex digits (e.g. from `sha256sum`)".into())
+    }
 }
 
 #[derive(Args, Clone)]
@@ -462,6 +477,7 @@ fn config_from(args: &ServeArgs) -> Config {
         bot_threads,
         queue: queue_settings(&args.queue, rated_bot_pools),
         accounts: None,
+        admin_token_sha256: args.accounts.admin_token_sha256.clone(),
         cluster,
         take_over_from_cluster: args.cluster.take_over_from_cluster,
     }

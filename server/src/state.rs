@@ -46,6 +46,8 @@ pub struct AppState {
     pub queue: Arc<QueueSettings>,
     /// The other site whose accounts sign players in, if one is configured.
     pub accounts: Option<Arc<AccountIssuer>>,
+    /// The SHA-256 of the operator's admin token, if one is configured.
+    pub admin_token_sha256: Option<Arc<str>>,
 }
 
 impl AppState {
@@ -87,6 +89,7 @@ impl AppState {
             cluster: None,
             queue: Arc::default(),
             accounts: None,
+            admin_token_sha256: None,
         }
     }
 
@@ -112,6 +115,12 @@ impl AppState {
     /// The same state, signing in the accounts of `issuer`.
     pub fn with_accounts(mut self, issuer: Option<Arc<AccountIssuer>>) -> AppState {
         self.accounts = issuer;
+        self
+    }
+
+    /// The same state, taking operator requests that carry the token hashed as `sha256`.
+    pub fn with_admin_token(mut self, sha256: Option<String>) -> AppState {
+        self.admin_token_sha256 = sha256.map(Arc::from);
         self
     }
 

@@ -93,6 +93,7 @@ const ASSETS: &[Asset] = &[
     asset!("board.js", JS),
     asset!("connection.js", JS),
     asset!("game.js", JS),
+    asset!("chat.js", JS),
     asset!("lobbies.js", JS),
     asset!("queue.js", JS),
     asset!("history.js", JS),

@@ -7,11 +7,13 @@
 //! sends oversized messages or stops answering pings is closed with the fitting code.
 
 use crate::admission::{Evicted, PendingSlot, TokenBucket};
+use crate::api::players::verify_player;
 use crate::auth::Token;
 use crate::config::Limits;
 use crate::error::AppError;
 use crate::http::TcpSlot;
 use crate::metrics::Metrics;
+use crate::rooms::chat::{Author, SpectatorIdentity};
 use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
 use crate::rooms::{Connected, Outgoing, Request, RoomHandle, Text};
@@ -22,6 +24,7 @@ use axum::Extension;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Path, State};
 use axum::response::{IntoResponse, Response};
+use carcassonne_store::{ChatPolicy, Store};
 use futures_util::SinkExt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -49,6 +52,10 @@ mod close {
 const MAX_FAILED_HELLOS: u32 = 3;
 /// Longest accepted command id, in characters.
 const MAX_COMMAND_ID: usize = 64;
+/// Chat messages one connection may send at once, then one a second. The room holds
+/// each author to a slower pace across all of their connections.
+const CHAT_BURST: u32 = 5;
+const CHAT_PER_SECOND: u32 = 1;
 
 /// Where a connection comes from, as the accept loop recorded it. Absent only when the
 /// router is driven without our accept loop, which then counts as one unknown client.
@@ -196,6 +203,17 @@ struct Connection {
     shutdown: CancellationToken,
     /// Set once a player has said hello with a valid seat token.
     token_hash: Option<String>,
+    /// A spectator who said hello with their player identity, which they chat under.
+    spectator: Option<SpectatorIdentity>,
+    /// Checks a spectator's player identity.
+    store: Store,
+    /// Who could write in the chat at hello, repeated in a later `welcome`.
+    chat_policy: ChatPolicy,
+    /// The last chat entry this client was sent (or skipped as muted).
+    last_chat_seq: Option<u64>,
+    /// The authors this seat muted: their messages are not sent.
+    muted: Arc<Vec<Author>>,
+    chat_bucket: TokenBucket,
     /// The seat this connection plays, as last told to the client.
     seat: Option<u8>,
     /// The role counted in the connections metric.
@@ -224,6 +242,12 @@ impl Connection {
             metrics: state.metrics.clone(),
             shutdown: state.shutdown.clone(),
             token_hash: None,
+            spectator: None,
+            store: state.store.clone(),
+            chat_policy: ChatPolicy::default(),
+            last_chat_seq: None,
+            muted: Arc::default(),
+            chat_bucket: TokenBucket::new(CHAT_PER_SECOND, CHAT_BURST),
             seat: None,
             role: None,
             last_seq: None,
@@ -304,7 +328,19 @@ impl Connection {
                     token,
                     invite_code,
                     last_seq,
-                }) => match self.hello(token, invite_code, last_seq).await {
+                    last_chat_seq,
+                    player_id,
+                    player_secret,
+                }) => match self
+                    .hello(Hello {
+                        token,
+                        invite_code,
+                        last_seq,
+                        last_chat_seq,
+                        player: player_id.map(|id| (id, player_secret)),
+                    })
+                    .await
+                {
                     Ok(connected) => return Some(connected),
                     Err(error) => {
                         failures += 1;
@@ -327,18 +363,30 @@ impl Connection {
         }
     }
 
-    async fn hello(
-        &mut self,
-        token: Option<String>,
-        invite_code: Option<String>,
-        last_seq: Option<u64>,
-    ) -> Result<Connected, AppError> {
-        let token_hash = token.map(|token| Token::from_client(token).hash());
+    async fn hello(&mut self, hello: Hello) -> Result<Connected, AppError> {
+        let token_hash = hello.token.map(|token| Token::from_client(token).hash());
+        let spectator = match (&token_hash, hello.player) {
+            (None, Some((id, secret))) => {
+                let player = verify_player(&self.store, id, secret).await?;
+                Some(SpectatorIdentity {
+                    player_id: player.id,
+                    name: player.display_name,
+                })
+            }
+            _ => None,
+        };
         let connected = self
             .room
-            .connect(token_hash.clone(), invite_code, last_seq)
+            .connect(
+                token_hash.clone(),
+                hello.invite_code,
+                hello.last_seq,
+                hello.last_chat_seq,
+            )
             .await?;
         self.token_hash = token_hash;
+        self.spectator = spectator;
+        self.chat_policy = connected.chat;
         self.seat = connected.seat;
         let role = if connected.seat.is_some() {
             Role::Player
@@ -357,6 +405,7 @@ impl Connection {
             game_id: self.room.id,
             role,
             seat: connected.seat,
+            chat: connected.chat,
         };
         self.send_text(welcome.to_json().into()).await;
         Ok(connected)
@@ -469,10 +518,27 @@ impl Connection {
     async fn on_text(&mut self, text: &str) -> Flow {
         match parse_client_message(text) {
             Ok(ClientMessage::Command { id, seq, mv }) => self.on_command(id, seq, mv.into()).await,
-            Ok(ClientMessage::Resync { last_seq }) => {
+            Ok(ClientMessage::Resync {
+                last_seq,
+                last_chat_seq,
+            }) => {
+                self.last_chat_seq = last_chat_seq;
                 if let Err(error) = self.resync(last_seq).await {
                     self.send_error(&error).await;
                 }
+            }
+            Ok(ClientMessage::Say { text }) => self.on_say(text).await,
+            Ok(ClientMessage::Mute { author, muted }) => {
+                let request = |token_hash| Request::Mute {
+                    token_hash,
+                    author,
+                    muted,
+                };
+                self.ask_as_player(request).await;
+            }
+            Ok(ClientMessage::ChatPolicy { chat }) => {
+                let request = |token_hash| Request::SetChatPolicy { token_hash, chat };
+                self.ask_as_player(request).await;
             }
             Ok(ClientMessage::Ping) => self.send_text(ConnectionFrame::Pong.to_json().into()).await,
             Ok(ClientMessage::Hello { .. }) => {
@@ -538,6 +604,36 @@ impl Connection {
         self.send_text(reply.to_json().into()).await;
     }
 
+    /// A chat message: refused here when this connection sends too many, else the room
+    /// decides (and answers with the `chat` entry it broadcasts, or an `error`).
+    async fn on_say(&mut self, text: String) {
+        if !self.chat_bucket.take() {
+            self.send_error(&AppError::Room(RoomError::ChatRateLimited))
+                .await;
+            return;
+        }
+        let request = Request::Say {
+            token_hash: self.token_hash.clone(),
+            spectator: self.spectator.clone(),
+            text,
+        };
+        if let Err(error) = self.room.ask::<()>(request).await {
+            self.send_error(&AppError::from(error)).await;
+        }
+    }
+
+    /// Asks the room something only a seated player may ask; refusals come back as an
+    /// `error`, success as the room's broadcast.
+    async fn ask_as_player(&mut self, request: impl FnOnce(String) -> Request) {
+        let Some(token_hash) = self.token_hash.clone() else {
+            self.send_error(&AppError::NotAPlayer).await;
+            return;
+        };
+        if let Err(error) = self.room.ask::<()>(request(token_hash)).await {
+            self.send_error(&AppError::from(error)).await;
+        }
+    }
+
     /// A command the game newly accepted gives its token back: the game paces moves
     /// (one player at a time, each move written before the next), so they cannot flood,
     /// and a client that answers instantly must never be cut off. Retries acknowledged
@@ -592,6 +688,7 @@ impl Connection {
             .ask(Request::Resync {
                 token_hash,
                 last_seq,
+                last_chat_seq: self.last_chat_seq,
             })
             .await?;
         self.last_seq = last_seq;
@@ -609,8 +706,27 @@ impl Connection {
         }
     }
 
-    /// Sends an update or snapshot unless the client already has it.
+    /// Sends an update or snapshot unless the client already has it, or a chat entry
+    /// unless it has it, may not read it or muted its author.
     async fn forward(&mut self, outgoing: &Outgoing) {
+        if !outgoing.audience.reaches(self.seat) {
+            return;
+        }
+        if let Some(muted) = &outgoing.mutes {
+            self.muted = muted.clone();
+        }
+        if let Some(mark) = &outgoing.chat {
+            if self.last_chat_seq.is_some_and(|last| mark.chat_seq <= last) {
+                return;
+            }
+            self.last_chat_seq = Some(mark.chat_seq);
+            if mark
+                .author
+                .is_some_and(|author| self.muted.contains(&author))
+            {
+                return;
+            }
+        }
         if let (Some(seq), Some(last)) = (outgoing.seq, self.last_seq)
             && seq <= last
             && !outgoing.snapshot
@@ -640,6 +756,7 @@ impl Connection {
             game_id: self.room.id,
             role: Role::Player,
             seat: Some(seat),
+            chat: self.chat_policy,
         };
         self.send_text(welcome.to_json().into()).await;
     }
@@ -760,6 +877,16 @@ fn reason_code(code: u16) -> &'static str {
         close::INVALID_DATA => "invalid_utf8",
         _ => "protocol_error",
     }
+}
+
+/// What a `hello` says.
+struct Hello {
+    token: Option<String>,
+    invite_code: Option<String>,
+    last_seq: Option<u64>,
+    last_chat_seq: Option<u64>,
+    /// A spectator's player id and secret.
+    player: Option<(Uuid, Option<String>)>,
 }
 
 enum Screened {

@@ -101,6 +101,15 @@ impl Api {
         into_parts(request.send().await.expect("POST")).await
     }
 
+    /// A DELETE with a bearer token.
+    pub async fn delete_as(&self, path: &str, token: &str) -> (u16, Value) {
+        let request = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .bearer_auth(token);
+        into_parts(request.send().await.expect("DELETE")).await
+    }
+
     /// Sends a raw body, for malformed-input tests.
     pub async fn post_raw(&self, path: &str, body: &'static str) -> (u16, Value) {
         let request = self

@@ -23,7 +23,7 @@ use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use carcassonne_core::Rules;
-use carcassonne_store::{LobbyRow, LobbyStatus, SeatControl, SeatRow, TimeControl};
+use carcassonne_store::{ChatPolicy, LobbyRow, LobbyStatus, SeatControl, SeatRow, TimeControl};
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use utoipa::{IntoParams, ToSchema};
@@ -55,6 +55,10 @@ pub struct CreateLobby {
     /// count). Only registered players take its seats, the creator included, and no bots.
     #[serde(default)]
     pub rated: bool,
+    /// Who may write in the game's chat: `all` (default), `players` (spectators read
+    /// theirs but may not write) or `off`. The creator may change it during the game.
+    #[serde(default)]
+    pub chat: ChatPolicy,
     /// The creator, who takes seat 0.
     #[serde(flatten)]
     pub creator: Identity,
@@ -195,6 +199,7 @@ pub async fn create_lobby(
         started_at: None,
         finished_at: None,
         rated: body.rated,
+        chat_policy: body.chat,
     };
     let token = Token::generate();
     let seat = SeatRow {

@@ -1,5 +1,6 @@
 //! The REST API under `/api`, with its OpenAPI document generated from the handlers.
 
+pub mod chat;
 mod cursor;
 pub mod events;
 pub mod extract;
@@ -28,7 +29,7 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(title = "Carcassonne server", description = "Lobbies, quick play, players, ratings and match history. Play happens over WebSocket at /ws/games/{id}; see docs/protocol.md."),
     paths(
-        lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, lobbies::join_lobby,
+        lobbies::create_lobby, lobbies::list_lobbies, lobbies::list_games, lobbies::show_lobby, events::lobby_events, chat::game_chat, chat::delete_chat_message, lobbies::join_lobby,
         lobbies::leave_lobby, lobbies::start_lobby, lobbies::cancel_lobby,
         seats::add_bot, seats::remove_bot, seats::resign, seats::abort, seats::reclaim,
         players::create_player, players::sign_in, players::show_player, matches::player_matches, players::head_to_head,
@@ -116,6 +117,8 @@ impl Modify for SeatTokenAuth {
             .bearer_format("JWT")
             .build();
         components.add_security_scheme("account_token", SecurityScheme::Http(account));
+        let admin = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
+        components.add_security_scheme("admin_token", SecurityScheme::Http(admin));
     }
 }
 
@@ -132,6 +135,11 @@ pub fn router() -> Router<AppState> {
         .route("/games", get(lobbies::list_games))
         .route("/lobbies/{id}", get(lobbies::show_lobby))
         .route("/lobbies/{id}/events", get(events::lobby_events))
+        .route("/lobbies/{id}/chat", get(chat::game_chat))
+        .route(
+            "/lobbies/{id}/chat/{chat_seq}",
+            delete(chat::delete_chat_message),
+        )
         .route("/lobbies/{id}/join", post(lobbies::join_lobby))
         .route("/lobbies/{id}/leave", post(lobbies::leave_lobby))
         .route("/lobbies/{id}/start", post(lobbies::start_lobby))

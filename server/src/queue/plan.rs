@@ -18,7 +18,7 @@ use crate::rooms::names::name_key;
 use crate::rooms::outcome::RatedBotPools;
 use carcassonne_bots::BotLevel;
 use carcassonne_store::{
-    LobbyRow, LobbyStatus, Millis, QueueTicket, QueuedLobby, SeatControl, SeatRow,
+    ChatPolicy, LobbyRow, LobbyStatus, Millis, QueueTicket, QueuedLobby, SeatControl, SeatRow,
 };
 use std::time::Duration;
 use uuid::Uuid;
@@ -189,6 +189,7 @@ pub fn form_lobby(
         started_at: None,
         finished_at: None,
         rated: first.rated,
+        chat_policy: ChatPolicy::default(),
     };
     let mut seats: Vec<SeatRow> = Vec::new();
     let mut seated_tickets = Vec::new();

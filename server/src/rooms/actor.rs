@@ -33,15 +33,16 @@ use crate::auth::Token;
 use crate::bots::BotPool;
 use crate::clock::now_millis;
 use crate::metrics::Metrics;
+use crate::rooms::chat::{ChatWrite, MuteChange, RECENT_CHAT};
 use crate::rooms::error::RoomError;
 use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine, StartDraw};
 use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
 use crate::rooms::writes::{self, Landing};
-use crate::rooms::{Answer, JoinedSeat, Mail, Outgoing, Reply, Request, RoomSettings};
+use crate::rooms::{Answer, JoinedSeat, Mail, Outgoing, Reply, Request, RoomSettings, Welcomed};
 use carcassonne_core::Move;
 use carcassonne_store::ratings::RatingChange;
-use carcassonne_store::{LiveGame, LobbyRow, SeatRow, Store, StoreError};
+use carcassonne_store::{ChatEntryRow, ChatRead, LiveGame, LobbyRow, SeatRow, Store, StoreError};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -143,6 +144,21 @@ enum Done {
     /// The rating changes of the rated game that ended, read back after its write's
     /// outcome was settled.
     RatingsRead(Result<Vec<RatingChange>, StoreError>),
+    /// A chat entry's write.
+    Chat {
+        write: ChatWrite,
+        outcome: Result<(), StoreError>,
+        reply: Reply,
+    },
+    /// A mute's write.
+    Mute {
+        change: MuteChange,
+        outcome: Result<(), StoreError>,
+        reply: Reply,
+    },
+    /// The chat entries stored after the room's last, read back after a chat write
+    /// went wrong.
+    ChatReadBack(Result<Vec<ChatEntryRow>, StoreError>),
 }
 
 /// Why a room stops before its game has ended.
@@ -347,7 +363,8 @@ impl Room {
                 token_hash,
                 invite_code,
                 last_seq,
-            } => reply.send(self.connect(token_hash, invite_code, last_seq)),
+                last_chat_seq,
+            } => reply.send(self.connect(token_hash, invite_code, last_seq, last_chat_seq)),
             Request::Disconnect { token_hash } => {
                 if let Some(presence) = self.machine.disconnect(token_hash.as_deref()) {
                     let _ = self.updates.send(presence);
@@ -357,9 +374,11 @@ impl Room {
             Request::Resync {
                 token_hash,
                 last_seq,
+                last_chat_seq,
             } => {
-                let now = now_millis();
-                let updates = self.machine.catch_up(token_hash.as_deref(), last_seq, now);
+                let (now, hash) = (now_millis(), token_hash.as_deref());
+                let mut updates = self.machine.catch_up(hash, last_seq, now);
+                updates.extend(self.machine.chat_catch_up(hash, last_chat_seq));
                 reply.send(Ok(Answer::CatchUp { updates }));
             }
             change => self.waiting.push_back(Work::Request(change, reply)),
@@ -374,20 +393,23 @@ impl Room {
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
+        last_chat_seq: Option<u64>,
     ) -> Result<Answer, RoomError> {
         let joined = self.machine.connect(
             token_hash.as_deref(),
             invite_code.as_deref(),
             last_seq,
+            last_chat_seq,
             now_millis(),
         )?;
         if let Some(presence) = joined.presence {
             let _ = self.updates.send(presence);
         }
-        Ok(Answer::Connected {
+        Ok(Answer::Connected(Welcomed {
             seat: joined.seat,
             catch_up: joined.catch_up,
-        })
+            chat: self.machine.chat_policy(),
+        }))
     }
 
     /// Has the machine decide `work`: a refusal is answered at once, a change is written.
@@ -401,8 +423,45 @@ impl Room {
     fn decide_request(&mut self, request: Request, reply: Reply) {
         use Request as R;
         let now = now_millis();
+        if request.writes_chat()
+            && let Some(after) = self.machine.chat_read_back_from()
+        {
+            self.waiting.push_front(Work::Request(request, reply));
+            self.start_chat_read_back(after);
+            return;
+        }
         let machine = &self.machine;
         match request {
+            R::Say {
+                token_hash,
+                spectator,
+                text,
+            } => match self
+                .machine
+                .say(token_hash.as_deref(), spectator, &text, now)
+            {
+                Ok(write) => self.start_chat_write(write, reply),
+                Err(error) => reply.send(Err(error)),
+            },
+            R::SetChatPolicy { token_hash, chat } => {
+                match machine.set_chat_policy(&token_hash, chat, now) {
+                    Ok(write) => self.start_chat_write(write, reply),
+                    Err(error) => reply.send(Err(error)),
+                }
+            }
+            R::DeleteChat { chat_seq } => match machine.delete_chat(chat_seq, now) {
+                Ok(write) => self.start_chat_write(write, reply),
+                Err(error) => reply.send(Err(error)),
+            },
+            R::Mute {
+                token_hash,
+                author,
+                muted,
+            } => match machine.mute(&token_hash, author, muted) {
+                Ok(Some(change)) => self.start_mute_write(change, reply),
+                Ok(None) => reply.send(Ok(Answer::Done)),
+                Err(error) => reply.send(Err(error)),
+            },
             R::Join {
                 name,
                 player_id,
@@ -542,6 +601,49 @@ impl Room {
         }));
     }
 
+    /// Starts writing a chat entry: it takes no `seq`, and a failed write refuses it alone
+    /// (the chat is read back before the next one, in case it landed after all).
+    fn start_chat_write(&mut self, write: ChatWrite, reply: Reply) {
+        let (store, game) = (self.store.clone(), self.id());
+        self.in_flight = Some(Box::pin(async move {
+            let outcome = store.append_chat(game, &write.row, &write.effect).await;
+            Done::Chat {
+                write,
+                outcome,
+                reply,
+            }
+        }));
+    }
+
+    fn start_mute_write(&mut self, change: MuteChange, reply: Reply) {
+        let (store, game) = (self.store.clone(), self.id());
+        self.in_flight = Some(Box::pin(async move {
+            let author = change.author.stored();
+            let outcome = store
+                .set_chat_mute(game, change.seat, &author, change.muted)
+                .await;
+            Done::Mute {
+                change,
+                outcome,
+                reply,
+            }
+        }));
+    }
+
+    /// Starts reading the chat entries stored after `after`.
+    fn start_chat_read_back(&mut self, after: u64) {
+        let (store, game) = (self.store.clone(), self.id());
+        let read = ChatRead {
+            after: Some(after),
+            before: None,
+            limit: RECENT_CHAT as u32,
+            players: true,
+        };
+        self.in_flight = Some(Box::pin(async move {
+            Done::ChatReadBack(store.chat_entries(game, &read).await)
+        }));
+    }
+
     /// Starts reading back an unconfirmed change.
     fn start_settling(&mut self, change: Change) {
         let seq = self.machine.seq() + 1;
@@ -579,6 +681,30 @@ impl Room {
             Done::Confirm(Confirmed::Lost) => self.lose_game(),
             Done::Confirm(Confirmed::Unknown) => {
                 self.refuse_waiting(RoomError::StorageUnavailable);
+            }
+            Done::Chat {
+                write,
+                outcome,
+                reply,
+            } => self.finish_chat_write(write, outcome, reply),
+            Done::Mute {
+                change,
+                outcome,
+                reply,
+            } => match outcome {
+                Ok(()) => {
+                    let _ = self.updates.send(self.machine.apply_mute(change));
+                    reply.send(Ok(Answer::Done));
+                }
+                Err(error) => reply.send(Err(RoomError::from(error))),
+            },
+            Done::ChatReadBack(Ok(rows)) => {
+                for update in self.machine.take_stored_chat(&rows) {
+                    let _ = self.updates.send(update);
+                }
+            }
+            Done::ChatReadBack(Err(error)) => {
+                self.refuse_waiting_chat(RoomError::from(error));
             }
             Done::RatingsRead(Ok(changes)) => self.announce_ratings(changes),
             Done::RatingsRead(Err(error)) => {
@@ -657,6 +783,48 @@ impl Room {
     fn announce_ratings(&mut self, changes: Vec<RatingChange>) {
         let update = self.machine.announce_ratings(changes, now_millis());
         let _ = self.updates.send(update);
+    }
+
+    /// Broadcasts a written chat entry. A write that failed is refused; when it may have
+    /// landed (its outcome unknown) or its `chat_seq` was taken (by another node that
+    /// decided the game meanwhile), the chat is read back before the next entry.
+    fn finish_chat_write(
+        &mut self,
+        write: ChatWrite,
+        outcome: Result<(), StoreError>,
+        reply: Reply,
+    ) {
+        match outcome {
+            Ok(()) => {
+                if let Some(update) = self.machine.apply_chat(&write) {
+                    let _ = self.updates.send(update);
+                }
+                reply.send(Ok(Answer::Done));
+            }
+            Err(error) => {
+                if matches!(error, StoreError::Unavailable(_) | StoreError::Conflict(_)) {
+                    self.machine.mark_chat_stale();
+                }
+                let refusal = match error {
+                    StoreError::Conflict(_) => RoomError::StorageUnavailable,
+                    other => RoomError::from(other),
+                };
+                reply.send(Err(refusal));
+            }
+        }
+    }
+
+    /// Refuses the chat writes waiting for a read-back that failed; other work waits on.
+    fn refuse_waiting_chat(&mut self, error: RoomError) {
+        let waiting = std::mem::take(&mut self.waiting);
+        for work in waiting {
+            match work {
+                Work::Request(request, reply) if request.writes_chat() => {
+                    reply.send(Err(error.clone()))
+                }
+                other => self.waiting.push_back(other),
+            }
+        }
     }
 
     /// Another node decides the game now, or this node cannot prove it still does.

@@ -7,9 +7,11 @@
 
 use crate::auth::Token;
 use crate::rooms::Outgoing;
+use crate::rooms::chat::{Author, SpectatorIdentity};
 use crate::rooms::view::LobbyView;
 use carcassonne_bots::BotLevel;
 use carcassonne_core::Move;
+use carcassonne_store::ChatPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use uuid::Uuid;
@@ -65,6 +67,9 @@ pub enum Request {
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
+        /// The last chat entry the client has.
+        #[serde(default)]
+        last_chat_seq: Option<u64>,
     },
     /// A connection closed. Told, never asked.
     Disconnect {
@@ -74,6 +79,30 @@ pub enum Request {
     Resync {
         token_hash: Option<String>,
         last_seq: Option<u64>,
+        #[serde(default)]
+        last_chat_seq: Option<u64>,
+    },
+    /// A chat message from a seated player (by token) or a spectator (by their player
+    /// identity, its secret already checked).
+    Say {
+        token_hash: Option<String>,
+        spectator: Option<SpectatorIdentity>,
+        text: String,
+    },
+    /// A seated player stops (or starts again) receiving an author's messages.
+    Mute {
+        token_hash: String,
+        author: Author,
+        muted: bool,
+    },
+    /// The lobby's creator changes who may write in the chat.
+    SetChatPolicy {
+        token_hash: String,
+        chat: ChatPolicy,
+    },
+    /// An operator deletes a chat message (the admin token already checked).
+    DeleteChat {
+        chat_seq: u64,
     },
     /// A move: answered with the `seq` it was written at.
     Command {
@@ -82,6 +111,16 @@ pub enum Request {
         expected_seq: u64,
         mv: Move,
     },
+}
+
+impl Request {
+    /// Whether granting it writes an entry to the chat log.
+    pub fn writes_chat(&self) -> bool {
+        matches!(
+            self,
+            Request::Say { .. } | Request::SetChatPolicy { .. } | Request::DeleteChat { .. }
+        )
+    }
 }
 
 /// A room's answer to a [`Request`] it granted.
@@ -97,10 +136,7 @@ pub enum Answer {
     Lobby {
         lobby: LobbyView,
     },
-    Connected {
-        seat: Option<u8>,
-        catch_up: Vec<Arc<Outgoing>>,
-    },
+    Connected(Welcomed),
     CatchUp {
         updates: Vec<Arc<Outgoing>>,
     },
@@ -179,11 +215,20 @@ impl Expected for LobbyView {
     }
 }
 
-/// A hello's answer: the seat (none for a spectator) and what to send first.
-impl Expected for (Option<u8>, Vec<Arc<Outgoing>>) {
-    fn from_answer(answer: Answer) -> Option<(Option<u8>, Vec<Arc<Outgoing>>)> {
+/// A hello's answer: the seat (none for a spectator), what to send first, and who may
+/// write in the chat.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Welcomed {
+    pub seat: Option<u8>,
+    pub catch_up: Vec<Arc<Outgoing>>,
+    #[serde(default)]
+    pub chat: ChatPolicy,
+}
+
+impl Expected for Welcomed {
+    fn from_answer(answer: Answer) -> Option<Welcomed> {
         match answer {
-            Answer::Connected { seat, catch_up } => Some((seat, catch_up)),
+            Answer::Connected(welcomed) => Some(welcomed),
             _ => None,
         }
     }

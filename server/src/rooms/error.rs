@@ -51,6 +51,14 @@ pub enum RoomError {
         "a rated game seats registered players only: join with player_id and player_secret (bots do not play rated lobbies)"
     )]
     RatedPlayersOnly,
+    #[error("{0}")]
+    BadChatText(String),
+    #[error("{0}")]
+    ChatClosed(&'static str),
+    #[error("too many chat messages; wait a few seconds")]
+    ChatRateLimited,
+    #[error("to write in the spectators' chat, say hello with a player_id and player_secret")]
+    SpectatorUnknown,
     /// Nothing was changed: the database did not answer.
     #[error("the database is unavailable; nothing was changed, try again")]
     StorageUnavailable,

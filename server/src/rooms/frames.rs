@@ -3,6 +3,7 @@
 //! the notice that the room is closing. What a connection answers its own client
 //! (welcome, acks, errors, pongs) is in [`crate::wire`], as is the schema of both.
 
+use crate::rooms::chat::{Author, ChatEntry};
 use crate::rooms::machine::events::UpdateEvent;
 use crate::rooms::moves::LegalMoves;
 use crate::rooms::patch::Operation;
@@ -59,6 +60,20 @@ pub enum RoomFrame {
     Presence {
         seat: u8,
         connected: bool,
+    },
+    /// An entry of the game's chat, numbered by its own `chat_seq` (never a move's
+    /// `seq`): a message, an operator's deletion, or a change of who may write. A
+    /// spectator receives only the spectators' room's entries.
+    Chat {
+        chat_seq: u64,
+        /// When it was written, Unix milliseconds.
+        at: i64,
+        entry: ChatEntry,
+    },
+    /// To a seated player's connections: the authors whose messages they are no longer
+    /// sent (the whole list, after each change).
+    ChatMutes {
+        muted: Vec<Author>,
     },
     Shutdown {
         message: String,

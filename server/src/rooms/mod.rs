@@ -7,6 +7,7 @@
 //! another's: they share nothing but the database pool.
 
 pub mod actor;
+pub mod chat;
 pub mod clocks;
 pub mod contract;
 pub mod error;
@@ -25,7 +26,8 @@ pub mod writes;
 use crate::rooms::error::RoomError;
 use crate::rooms::outcome::RatedBotPools;
 use carcassonne_bots::BotLevel;
-pub use contract::{Answer, Expected, JoinedSeat, Request};
+use carcassonne_store::ChatPolicy;
+pub use contract::{Answer, Expected, JoinedSeat, Request, Welcomed};
 pub use outgoing::{Outgoing, Text};
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +101,8 @@ impl Default for RoomSettings {
 pub struct Connected {
     pub seat: Option<u8>,
     pub catch_up: Vec<Arc<Outgoing>>,
+    /// Who may write in the chat now.
+    pub chat: ChatPolicy,
     pub updates: broadcast::Receiver<Arc<Outgoing>>,
 }
 
@@ -171,6 +175,7 @@ impl RoomHandle {
         token_hash: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
+        last_chat_seq: Option<u64>,
     ) -> Result<Connected, RoomError> {
         let updates = self.updates.upgrade().ok_or(RoomError::ShuttingDown)?;
         let updates = updates.subscribe();
@@ -178,11 +183,13 @@ impl RoomHandle {
             token_hash,
             invite_code,
             last_seq,
+            last_chat_seq,
         };
-        let (seat, catch_up) = self.ask(request).await?;
+        let welcomed: Welcomed = self.ask(request).await?;
         Ok(Connected {
-            seat,
-            catch_up,
+            seat: welcomed.seat,
+            catch_up: welcomed.catch_up,
+            chat: welcomed.chat,
             updates,
         })
     }

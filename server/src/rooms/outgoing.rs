@@ -1,7 +1,9 @@
 //! A message on its way to a room's connections, serialized once for all of them.
 
+use crate::rooms::chat::Author;
 use crate::rooms::frames::RoomFrame;
 use bytes::Bytes;
+use carcassonne_store::Millis;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -77,6 +79,43 @@ pub struct Outgoing {
     /// asks for what it missed. A stand-in's check (cluster mode): updates published
     /// while NATS was away are lost, and nothing else would tell a waiting client.
     pub seq_check: bool,
+    /// Which connections may receive it.
+    pub audience: Audience,
+    /// A chat entry: its place in the chat, and its author (for mutes).
+    pub chat: Option<ChatMark>,
+    /// A seat's new mute list: that seat's connections filter chat by it from now on.
+    pub mutes: Option<Arc<Vec<Author>>>,
+}
+
+/// Which of a room's connections a message is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    #[default]
+    Everyone,
+    /// Seated players only (the players' chat).
+    Players,
+    /// The connections of one seat (its mute list).
+    Seat(u8),
+}
+
+impl Audience {
+    /// Whether a connection playing `seat` (none: a spectator) receives it.
+    pub fn reaches(self, seat: Option<u8>) -> bool {
+        match self {
+            Audience::Everyone => true,
+            Audience::Players => seat.is_some(),
+            Audience::Seat(only) => seat == Some(only),
+        }
+    }
+}
+
+/// What a connection needs to know of a chat entry without reading its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMark {
+    pub chat_seq: u64,
+    pub at: Millis,
+    pub author: Option<Author>,
 }
 
 impl Outgoing {
@@ -92,6 +131,9 @@ impl Outgoing {
             snapshot: false,
             closing: false,
             seq_check: false,
+            audience: Audience::Everyone,
+            chat: None,
+            mutes: None,
         }
     }
 
@@ -136,6 +178,16 @@ struct OutgoingText {
     snapshot: bool,
     #[serde(default)]
     closing: bool,
+    #[serde(default, skip_serializing_if = "is_everyone")]
+    audience: Audience,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chat: Option<ChatMark>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mutes: Option<Vec<Author>>,
+}
+
+fn is_everyone(audience: &Audience) -> bool {
+    *audience == Audience::Everyone
 }
 
 impl Serialize for Outgoing {
@@ -149,6 +201,9 @@ impl Serialize for Outgoing {
             reseated: self.reseated.as_deref().cloned(),
             snapshot: self.snapshot,
             closing: self.closing,
+            audience: self.audience,
+            chat: self.chat,
+            mutes: self.mutes.as_deref().cloned(),
         }
         .serialize(serializer)
     }
@@ -169,6 +224,9 @@ impl<'de> Deserialize<'de> for Outgoing {
             snapshot: text.snapshot,
             closing: text.closing,
             seq_check: false,
+            audience: text.audience,
+            chat: text.chat,
+            mutes: text.mutes.map(Arc::new),
         })
     }
 }

@@ -10,7 +10,9 @@ use crate::rooms::moves::LegalMoves;
 use crate::rooms::outcome::{Ending, deck_proof};
 use carcassonne_core::record::DeckProof;
 use carcassonne_core::{FigureKind, Game, Phase, Rotation, Rules, Spot, Supply, TileId};
-use carcassonne_store::{LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl};
+use carcassonne_store::{
+    ChatPolicy, LobbyRow, LobbyStatus, MatchStatus, SeatControl, SeatRow, TimeControl,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -49,6 +51,8 @@ pub struct LobbyView {
     pub seat_count: u8,
     /// Whether the game changes its players' ratings when it ends.
     pub rated: bool,
+    /// Who may write in the chat: `all`, `players` or `off`.
+    pub chat: ChatPolicy,
     pub seats: Vec<SeatView>,
     pub created_at: String,
     pub started_at: Option<String>,
@@ -194,6 +198,7 @@ pub fn lobby_view(lobby: &LobbyRow, seats: &[SeatRow]) -> LobbyView {
         clock: lobby.clock,
         seat_count: lobby.seat_count,
         rated: lobby.rated,
+        chat: lobby.chat_policy,
         seats: seat_views(seats),
         created_at: rfc3339(lobby.created_at),
         started_at: lobby.started_at.map(rfc3339),

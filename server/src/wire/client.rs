@@ -2,10 +2,13 @@
 //! message is one JSON text frame with a `type` (see `docs/protocol.md`).
 
 use crate::error::AppError;
+use crate::rooms::chat::Author;
 use crate::rooms::moves::WireMove;
+use carcassonne_store::ChatPolicy;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 /// What a client may send.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, ToSchema)]
@@ -17,6 +20,11 @@ pub enum ClientMessage {
         token: Option<String>,
         invite_code: Option<String>,
         last_seq: Option<u64>,
+        /// The last chat entry seen when resuming (none: the recent chat is sent).
+        last_chat_seq: Option<u64>,
+        /// A spectator's player identity, needed to write in the spectators' chat.
+        player_id: Option<Uuid>,
+        player_secret: Option<String>,
     },
     /// A move, with a client-chosen id and the `seq` of the state it was decided on.
     Command {
@@ -25,13 +33,33 @@ pub enum ClientMessage {
         #[serde(rename = "move")]
         mv: WireMove,
     },
-    /// Ask for the updates after `last_seq`, or a snapshot.
-    Resync { last_seq: Option<u64> },
+    /// Ask for the updates after `last_seq`, or a snapshot (and the chat after
+    /// `last_chat_seq`).
+    Resync {
+        last_seq: Option<u64>,
+        last_chat_seq: Option<u64>,
+    },
+    /// A chat message, at most 500 characters: a seated player's goes to the players'
+    /// chat, a spectator's (one who said hello with a player identity) to the
+    /// spectators'.
+    Say { text: String },
+    /// A seated player stops receiving an author's chat messages, or starts again.
+    Mute { author: Author, muted: bool },
+    /// The lobby's creator changes who may write in the chat.
+    ChatPolicy { chat: ChatPolicy },
     /// An application-level ping for clients that cannot send WebSocket pings.
     Ping,
 }
 
-const CLIENT_TYPES: [&str; 4] = ["hello", "command", "resync", "ping"];
+const CLIENT_TYPES: [&str; 7] = [
+    "hello",
+    "command",
+    "resync",
+    "say",
+    "mute",
+    "chat_policy",
+    "ping",
+];
 
 /// A text frame that is not a client message: the error to reply with and, when the
 /// frame is a `command` with a string `id`, that id (so the reply can be `rejected`).

@@ -5,6 +5,7 @@
 
 use crate::error::{AppError, ErrorBody};
 use crate::rooms::frames::RoomFrame;
+use carcassonne_store::ChatPolicy;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::openapi::RefOr;
@@ -27,6 +28,9 @@ pub enum ConnectionFrame {
         game_id: Uuid,
         role: Role,
         seat: Option<u8>,
+        /// Who may write in the chat when the client said hello (later changes arrive
+        /// as `chat` entries of kind `policy`).
+        chat: ChatPolicy,
     },
     Ack {
         id: String,
@@ -55,7 +59,7 @@ impl ConnectionFrame {
 }
 
 /// The order `docs/protocol.md` lists the frames in, which the schema keeps.
-const FRAME_ORDER: [&str; 10] = [
+const FRAME_ORDER: [&str; 12] = [
     "welcome",
     "snapshot",
     "update",
@@ -64,6 +68,8 @@ const FRAME_ORDER: [&str; 10] = [
     "rejected",
     "error",
     "presence",
+    "chat",
+    "chat_mutes",
     "pong",
     "shutdown",
 ];

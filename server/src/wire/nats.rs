@@ -7,7 +7,9 @@
 //! taken or reclaimed, which the owner made and must hand to the node the player asked.
 
 use crate::error::AppError;
+use crate::rooms::chat::Author;
 use crate::rooms::error::RoomError;
+use crate::rooms::outgoing::Audience;
 use crate::rooms::{Answer, Outgoing, Request, Text};
 use async_nats::HeaderMap;
 use axum::body::Bytes;
@@ -107,6 +109,12 @@ mod header {
     pub const RESEATED: &str = "Carcassonne-Reseated";
     pub const SNAPSHOT: &str = "Carcassonne-Snapshot";
     pub const CLOSING: &str = "Carcassonne-Closing";
+    /// Who may receive it, when not everyone (JSON).
+    pub const AUDIENCE: &str = "Carcassonne-Audience";
+    /// A chat entry's mark (JSON).
+    pub const CHAT: &str = "Carcassonne-Chat";
+    /// A seat's new mute list (JSON).
+    pub const MUTES: &str = "Carcassonne-Mutes";
 }
 
 impl Published {
@@ -135,6 +143,10 @@ impl Published {
             let reseated = serde_json::to_string(&**reseated).expect("serializable");
             headers.insert(header::RESEATED, reseated);
         }
+        insert_json(&mut headers, header::CHAT, outgoing.chat.as_ref());
+        insert_json(&mut headers, header::MUTES, outgoing.mutes.as_deref());
+        let audience = Some(&outgoing.audience).filter(|a| **a != Audience::Everyone);
+        insert_json(&mut headers, header::AUDIENCE, audience);
         for (flag, name) in [
             (outgoing.snapshot, header::SNAPSHOT),
             (outgoing.closing, header::CLOSING),
@@ -186,11 +198,7 @@ impl Published {
                 (text.clone(), text)
             }
         };
-        let reseated = text(header::RESEATED)
-            .map(|json| {
-                serde_json::from_str::<HashMap<String, u8>>(&json).map_err(|e| e.to_string())
-            })
-            .transpose()?;
+        let reseated: Option<HashMap<String, u8>> = read_header(headers, header::RESEATED)?;
         Ok(Published::Update(Arc::new(Outgoing {
             seq: number(header::SEQ).transpose()?,
             mover: text(header::MOVER),
@@ -200,8 +208,32 @@ impl Published {
             snapshot: headers.get(header::SNAPSHOT).is_some(),
             closing: headers.get(header::CLOSING).is_some(),
             seq_check: false,
+            audience: read_header(headers, header::AUDIENCE)?.unwrap_or_default(),
+            chat: read_header(headers, header::CHAT)?,
+            mutes: read_header::<Vec<Author>>(headers, header::MUTES)?.map(Arc::new),
         })))
     }
+}
+
+fn insert_json<T: Serialize + ?Sized>(
+    headers: &mut HeaderMap,
+    name: &'static str,
+    value: Option<&T>,
+) {
+    if let Some(value) = value {
+        headers.insert(name, serde_json::to_string(value).expect("serializable"));
+    }
+}
+
+/// A header holding JSON, if present.
+fn read_header<T: serde::de::DeserializeOwned>(
+    headers: &HeaderMap,
+    name: &str,
+) -> Result<Option<T>, String> {
+    let Some(value) = headers.get(name) else {
+        return Ok(None);
+    };
+    serde_json::from_str(value.as_str()).map_err(|e| format!("{name}: {e}"))
 }
 
 #[cfg(test)]
@@ -226,6 +258,27 @@ mod tests {
         assert_eq!(back.for_others, outgoing.for_others);
         assert_eq!(back.reseated.as_deref(), outgoing.reseated.as_deref());
         assert!(!back.snapshot && !back.closing);
+        assert_eq!(back.audience, Audience::Everyone);
+    }
+
+    #[test]
+    fn a_chat_entry_keeps_its_audience_mark_and_mutes_across_the_wire() {
+        use crate::rooms::outgoing::ChatMark;
+        let mut outgoing = Outgoing::plain(None, r#"{"type":"chat"}"#.into());
+        outgoing.audience = Audience::Seat(2);
+        outgoing.chat = Some(ChatMark {
+            chat_seq: 9,
+            at: 5,
+            author: Some(Author::Seat(1)),
+        });
+        outgoing.mutes = Some(Arc::new(vec![Author::Seat(1)]));
+        let (headers, payload) = Published::Update(Arc::new(outgoing)).encode();
+        let Ok(Published::Update(back)) = Published::decode(Some(&headers), payload) else {
+            panic!("an update");
+        };
+        assert_eq!(back.audience, Audience::Seat(2));
+        assert_eq!(back.chat.map(|mark| mark.chat_seq), Some(9));
+        assert_eq!(back.mutes.as_deref(), Some(&vec![Author::Seat(1)]));
     }
 
     #[test]

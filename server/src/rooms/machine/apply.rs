@@ -2,6 +2,7 @@
 //! (events, patch, legal moves for the player to move) that goes to every connection.
 
 use super::*;
+use crate::rooms::outgoing::Audience;
 use crate::rooms::patch::{Operation, patch_of_move};
 use crate::rooms::view;
 use carcassonne_store::ratings::RatingChange;
@@ -295,6 +296,9 @@ impl RoomMachine {
             snapshot: false,
             closing: false,
             seq_check: false,
+            audience: Audience::Everyone,
+            chat: None,
+            mutes: None,
         });
         self.recent.push_back(outgoing.clone());
         if self.recent.len() > RECENT_UPDATES {

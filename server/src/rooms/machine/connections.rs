@@ -10,6 +10,7 @@ impl RoomMachine {
         token_hash: Option<&str>,
         invite_code: Option<&str>,
         last_seq: Option<u64>,
+        last_chat_seq: Option<u64>,
         now: Millis,
     ) -> Result<Joined, RoomError> {
         let seat = match token_hash {
@@ -28,9 +29,11 @@ impl RoomMachine {
                 presence = Some(presence_message(seat, true));
             }
         }
+        let mut catch_up = self.catch_up(token_hash, last_seq, now);
+        catch_up.extend(self.chat_catch_up(token_hash, last_chat_seq));
         Ok(Joined {
             seat,
-            catch_up: self.catch_up(token_hash, last_seq, now),
+            catch_up,
             presence,
         })
     }

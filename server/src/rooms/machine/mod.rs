@@ -12,6 +12,7 @@
 //! a database.
 
 use crate::auth::{Token, invite_code_matches};
+use crate::rooms::chat::ChatLog;
 use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
 use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
@@ -26,8 +27,8 @@ use carcassonne_core::{
     Event, FeatureScore, Game, HiddenGame, Move, Phase, PointsByKind, Setup, Stack,
 };
 use carcassonne_store::{
-    FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchStatus, Millis, MoveOrigin, MoveRow,
-    SeatControl, SeatRow,
+    ChatEntryRow, FinishedMatch, LiveGame, LobbyRow, LobbyStatus, MatchStatus, Millis, MoveOrigin,
+    MoveRow, SeatControl, SeatRow,
 };
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -38,6 +39,7 @@ mod apply;
 mod connections;
 pub mod events;
 pub mod history;
+mod talk;
 mod timers;
 
 #[cfg(test)]
@@ -247,6 +249,8 @@ pub struct RoomMachine {
     last_activity: Millis,
     settings: RoomSettings,
     ended: bool,
+    /// The game's chat, numbered apart from `seq`.
+    chat: ChatLog,
 }
 
 impl RoomMachine {
@@ -259,6 +263,7 @@ impl RoomMachine {
     ) -> RoomMachine {
         RoomMachine {
             view: public_state(&lobby, &seats, None, None, None),
+            chat: ChatLog::new(lobby.chat_policy),
             last_activity: now.max(lobby.created_at),
             lobby,
             seats,
@@ -287,6 +292,7 @@ impl RoomMachine {
     ) -> Result<RoomMachine, String> {
         let joined = live.seats.iter().map(|seat| seat.joined_at).max();
         let mut machine = RoomMachine::open(live.lobby, live.seats, settings, 0);
+        machine.chat = ChatLog::restore(machine.lobby.chat_policy, &live.chat, &live.chat_mutes);
         machine.last_activity = joined.unwrap_or(0).max(machine.lobby.created_at);
         if machine.lobby.status == LobbyStatus::Playing {
             machine.replay(live.moves)?;

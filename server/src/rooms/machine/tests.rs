@@ -49,6 +49,7 @@ fn lobby(clock: TimeControl) -> LobbyRow {
         started_at: None,
         finished_at: None,
         rated: false,
+        chat_policy: carcassonne_store::ChatPolicy::default(),
     }
 }
 
@@ -225,14 +226,18 @@ fn three_timeouts_in_a_row_abandon_the_seat_until_its_owner_says_hello() {
     let refused = machine.command(CREATOR, "x".into(), machine.seq(), mv, now);
     assert_eq!(refused.unwrap_err(), RoomError::SeatAbandoned);
     // The owner's hello is answered at once; taking the seat back is a due change.
-    machine.connect(Some(CREATOR), None, None, now).unwrap();
+    machine
+        .connect(Some(CREATOR), None, None, None, now)
+        .unwrap();
     let back = machine.due_change(now).expect("taken back");
     let update = machine.apply(back, now);
     assert_eq!(event_types(&update), ["seat_reclaimed"]);
     assert_eq!(machine.seats()[0].control, SeatControl::Human);
     assert!(machine.due_change(now).is_none());
     // A second hello of the owner, now playing the seat, changes nothing.
-    machine.connect(Some(CREATOR), None, None, now).unwrap();
+    machine
+        .connect(Some(CREATOR), None, None, None, now)
+        .unwrap();
     assert!(machine.due_change(now).is_none());
     play_first_legal(&mut machine, now).unwrap();
 }
@@ -316,6 +321,8 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
         lobby: machine.lobby.clone(),
         seats: machine.seats.clone(),
         moves: machine.log.clone(),
+        chat: Vec::new(),
+        chat_mutes: Vec::new(),
     };
     let restart = T0 + 3_600_000;
     let restored = RoomMachine::restore(live, settings(), restart).unwrap();
@@ -518,7 +525,9 @@ fn the_rebuilt_event_log_is_every_update_s_events_to_the_byte() {
             if machine.seats()[0].control == SeatControl::Abandoned && job.seat == 0 {
                 abandoned_moves += 1;
                 if abandoned_moves == 4 {
-                    machine.connect(Some(CREATOR), None, None, now).unwrap();
+                    machine
+                        .connect(Some(CREATOR), None, None, None, now)
+                        .unwrap();
                 }
             }
             continue;
@@ -625,5 +634,77 @@ fn a_rated_lobby_takes_bots_only_where_its_pool_allows_them() {
     assert!(
         matches!(refused, Err(RoomError::RatedPlayersOnly)),
         "{refused:?}"
+    );
+}
+
+#[test]
+fn chat_opens_with_the_game_and_knows_its_speakers() {
+    let mut lobby_only = RoomMachine::open(
+        lobby(TimeControl::None),
+        vec![seat(0, CREATOR, "Ann")],
+        settings(),
+        T0,
+    );
+    assert_eq!(
+        lobby_only.say(Some(CREATOR), None, "hi", T0).unwrap_err(),
+        RoomError::GameNotStarted
+    );
+    let mut machine = two_player_game(TimeControl::None);
+    let write = machine.say(Some(GUEST), None, "hello", T0).unwrap();
+    assert!(
+        write.row.entry.contains(r#""name":"Bob""#),
+        "{}",
+        write.row.entry
+    );
+    assert_eq!(
+        machine.say(Some("stranger"), None, "hi", T0).unwrap_err(),
+        RoomError::BadToken
+    );
+    assert_eq!(
+        machine.say(None, None, "hi", T0).unwrap_err(),
+        RoomError::SpectatorUnknown
+    );
+    let watcher = crate::rooms::chat::SpectatorIdentity {
+        player_id: uuid::Uuid::nil(),
+        name: "Watcher".into(),
+    };
+    let write = machine.say(None, Some(watcher), "hi", T0).unwrap();
+    assert_eq!(
+        write.row.audience,
+        carcassonne_store::ChatAudience::Everyone
+    );
+}
+
+#[test]
+fn only_the_creator_sets_the_chat_policy_and_the_lobby_shows_it() {
+    let mut machine = two_player_game(TimeControl::None);
+    let policy = carcassonne_store::ChatPolicy::Off;
+    assert_eq!(
+        machine.set_chat_policy(GUEST, policy, T0).unwrap_err(),
+        RoomError::NotCreator
+    );
+    let write = machine.set_chat_policy(CREATOR, policy, T0).unwrap();
+    machine.apply_chat(&write);
+    assert_eq!(machine.lobby().chat_policy, policy);
+    assert!(matches!(
+        machine.say(Some(CREATOR), None, "hi", T0),
+        Err(RoomError::ChatClosed(_))
+    ));
+}
+
+#[test]
+fn a_spectator_catches_up_on_the_spectators_chat_only() {
+    let mut machine = two_player_game(TimeControl::None);
+    let write = machine.say(Some(GUEST), None, "players only", T0).unwrap();
+    machine.apply_chat(&write);
+    assert!(machine.chat_catch_up(None, None).is_empty());
+    assert_eq!(machine.chat_catch_up(Some(CREATOR), None).len(), 1);
+    let joined = machine.connect(None, None, None, None, T0).unwrap();
+    assert!(
+        joined
+            .catch_up
+            .iter()
+            .all(|outgoing| outgoing.chat.is_none()),
+        "a spectator's hello brings no players' chat"
     );
 }
