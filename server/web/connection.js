@@ -1,21 +1,32 @@
 // One game's WebSocket: hello, the mirrored public state (the snapshot, then every
-// update's patch in seq order), commands, and reconnection that resumes from the last
-// seq seen (docs/protocol.md, "Reconnecting and catching up").
+// update's patch in seq order), commands, the chat, and reconnection that resumes from
+// the last seq and chat_seq seen (docs/protocol.md, "Reconnecting and catching up", "Chat").
 
 import { applyPatch } from "./patch.js";
 
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000];
 
+/** Refusals of a `say`, `mute` or `chat_policy`: the chat shows them, not the game. */
+export const CHAT_ERRORS = ["chat_rate_limited", "chat_closed", "bad_chat_text", "spectator_unknown"];
+
 export class GameConnection {
   /**
    * `listener` gets `change(connection)` after every change of state or legal moves,
-   * `events(events, seq)` for the events of each update, and `notice(text)` for errors.
+   * `events(events, seq)` for the events of each update, `notice(text)` for errors,
+   * `chat(frame)` for each chat entry, `chatMutes(list)` and `chatError(error)`.
+   * `identity` ({id, secret}) lets a spectator write in the spectators' chat; `chatSeq`
+   * is the last chat entry the page already holds (from an earlier connection).
    */
-  constructor(gameId, { token = null, invite = null, listener }) {
+  constructor(gameId, { token = null, invite = null, identity = null, chatSeq = null, listener }) {
     this.gameId = gameId;
     this.token = token;
     this.invite = invite;
+    this.identity = identity;
     this.listener = listener;
+    this.chatSeq = chatSeq;
+    this.chatPolicy = null;
+    this.policySeq = 0;
+    this.mutes = [];
     this.state = null;
     this.seq = null;
     this.legal = null;
@@ -36,11 +47,27 @@ export class GameConnection {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     const socket = new WebSocket(`${scheme}//${location.host}/ws/games/${this.gameId}`);
     this.socket = socket;
-    socket.addEventListener("open", () => {
-      socket.send(JSON.stringify({ type: "hello", token: this.token, invite_code: this.invite, last_seq: this.state ? this.seq : null }));
-    });
+    socket.addEventListener("open", () => socket.send(JSON.stringify(this.hello())));
     socket.addEventListener("message", (event) => this.receive(JSON.parse(event.data)));
     socket.addEventListener("close", (event) => this.lost(socket, event));
+  }
+
+  /**
+   * The hello: the seat token, or for a spectator the player identity (players need
+   * none: their seat is who they are); and where we are, so that only what we missed
+   * comes back. Without `last_chat_seq` the server sends the recent chat.
+   */
+  hello() {
+    const watcher = !this.token && this.identity;
+    return {
+      type: "hello",
+      token: this.token,
+      invite_code: this.invite,
+      last_seq: this.state ? this.seq : null,
+      last_chat_seq: this.chatSeq ?? undefined,
+      player_id: watcher ? this.identity.id : undefined,
+      player_secret: watcher ? this.identity.secret : undefined,
+    };
   }
 
   /** Closes for good (leaving the game view). */
@@ -80,6 +107,9 @@ export class GameConnection {
   on_welcome(message) {
     this.role = message.role;
     this.seat = message.seat;
+    if (message.chat) this.chatPolicy = message.chat;
+    // The server sends `chat_mutes` after the welcome only when the list is not empty.
+    this.mutes = [];
     this.online = true;
     this.retries = 0;
     this.welcomes += 1;
@@ -130,11 +160,38 @@ export class GameConnection {
 
   on_ack() {}
 
+  on_chat(message) {
+    const entry = message.entry;
+    // Catching up may replay policy changes older than the welcome's: keep the newest.
+    if (entry?.kind === "policy" && message.chat_seq > this.policySeq) {
+      this.policySeq = message.chat_seq;
+      this.chatPolicy = entry.chat;
+    }
+    if (this.chatSeq === null || message.chat_seq > this.chatSeq) this.chatSeq = message.chat_seq;
+    this.listener.chat?.(message);
+  }
+
+  on_chat_mutes(message) {
+    this.mutes = message.muted || [];
+    this.listener.chatMutes?.(this.mutes);
+  }
+
   on_rejected(message) {
     this.listener.notice("Move refused: " + message.error.message);
   }
 
   on_error(message) {
+    if (CHAT_ERRORS.includes(message.error.code) && this.listener.chatError) {
+      this.listener.chatError(message.error);
+      return;
+    }
+    if (message.error.code === "bad_player_secret" && this.identity) {
+      // The identity is not (or no longer) this browser's: watch without it.
+      this.identity = null;
+      this.listener.badIdentity?.();
+      this.socket.close(4001);
+      return;
+    }
     this.listener.notice("Server: " + message.error.message);
     if (message.error.code === "bad_token" && this.token) {
       // The seat is no longer ours (replaced or a stale token): watch instead.
@@ -156,11 +213,26 @@ export class GameConnection {
   /** Asks for the updates since our seq, or a fresh snapshot when our copy is broken. */
   resync(fresh = false) {
     if (fresh) this.state = null;
-    this.send({ type: "resync", last_seq: fresh ? null : this.seq });
+    this.send({ type: "resync", last_seq: fresh ? null : this.seq, last_chat_seq: this.chatSeq ?? undefined });
   }
 
   send(message) {
     if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
+  /** Says `text` in our chat (the players' for a seat, the spectators' for a watcher). */
+  say(text) {
+    this.send({ type: "say", text });
+  }
+
+  /** Stops (or starts again) hearing `author` (`{seat}` or `{player}`); seated players only. */
+  mute(author, muted) {
+    this.send({ type: "mute", author, muted });
+  }
+
+  /** The creator's change of who may write: `all`, `players` or `off`. */
+  setChatPolicy(chat) {
+    this.send({ type: "chat_policy", chat });
   }
 
   /** Sends `move`, decided on the state at our seq; the legal moves are spent by it. */

@@ -1,8 +1,9 @@
 // The game view: a lobby's seats and actions before the start, then the board, the
-// drawn tile, the legal moves the server sent, scores, figures, clocks and the event log.
+// drawn tile, the legal moves the server sent, scores, figures, clocks, the event log and
+// the chat.
 // It holds no rules: every legal cell, rotation and spot shown comes from `legal_moves`.
 
-import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName, ensureIdentity, seatedAs } from "./api.js";
+import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName, ensureIdentity, identity, seatedAs } from "./api.js";
 import { Board } from "./board.js";
 import { GameConnection } from "./connection.js";
 import { h, mount, announce, SEAT_COLOUR_NAMES } from "./dom.js";
@@ -11,6 +12,7 @@ import { describe, besideWords, rulesText, scoredWords, tileWords, spotWords, fi
 import { yourTurn, clearSignals, soundOn, setSound } from "./signals.js";
 import { scoreTable } from "./scoring.js";
 import { remainingList } from "./remaining.js";
+import { ChatPanel } from "./chat.js";
 
 const LOG_LIMIT = 200;
 /** How long each scored feature stays highlighted while its points are announced. */
@@ -35,7 +37,9 @@ export class GameView {
     this.board = new Board(tiles, "Board");
     this.panel = h("aside", { class: "panel", "aria-label": "Game" });
     this.logList = h("ul", { class: "log", "aria-label": "Event log, newest first" });
-    this.section = h("section", { class: "game" }, h("div", { class: "board-area" }, this.board.element), this.panel);
+    this.chat = new ChatPanel(gameId, { connection: () => this.connection, register: (name) => this.registerForChat(name) });
+    // The chat sits under the panel, beside the board (below it on a phone): never over it.
+    this.section = h("section", { class: "game" }, h("div", { class: "board-area" }, this.board.element), h("div", { class: "side" }, this.panel, this.chat.element));
     mount(root, this.section);
     this.keys = (event) => this.onKey(event);
     document.addEventListener("keydown", this.keys);
@@ -50,9 +54,15 @@ export class GameView {
       events: (events, seq) => this.liveEvents(events, seq),
       notice: (text) => this.notice(text),
       badToken: () => dropSeat(this.gameId),
+      chat: (frame) => this.chat.receive(frame),
+      chatMutes: () => this.chat.render(),
+      chatError: (error) => this.chat.showError(error),
+      badIdentity: () => this.chat.showError({ code: "bad_player_secret", message: "This browser's player identity was refused; you can read the chat but not write." }),
     };
     this.connection?.close();
-    this.connection = new GameConnection(this.gameId, { token: seat?.token, invite: this.invite, listener });
+    // A new connection (after joining, or registering to chat) resumes the chat we hold.
+    const chatSeq = this.chat.highest();
+    this.connection = new GameConnection(this.gameId, { token: seat?.token, invite: this.invite, identity: identity(), chatSeq, listener });
     // Tests and the curious can drop the socket to watch the client recover.
     window.carcassonne = { connection: this.connection, view: this };
   }
@@ -83,6 +93,7 @@ export class GameView {
   render() {
     const c = this.connection;
     if (this.noticed && ((c.online && !this.noticed.online) || c.seq !== this.noticed.seq)) this.noticed = null;
+    this.chat.render();
     if (!c.state) {
       mount(this.panel, h("p", { class: "connection" }, c.online ? "Loading…" : "Connecting…"), this.noticeLine());
       return;
@@ -523,6 +534,13 @@ export class GameView {
     }
   }
 
+  /** Registers a player identity (as a rated game does) so that a spectator may chat, then says hello with it. */
+  async registerForChat(name) {
+    rememberName(name);
+    await ensureIdentity(name);
+    this.connect();
+  }
+
   async leave(creator) {
     await this.act("POST", creator ? "/cancel" : "/leave");
     dropSeat(this.gameId);
@@ -578,7 +596,7 @@ export class GameView {
 
   /** Keyboard play: arrows move on the board among legal cells or spots, R turns, Enter confirms, P passes. */
   onKey(event) {
-    if (event.target.closest?.("input, select, textarea") || !this.myTurn() || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest?.("input, select, textarea, .chat") || !this.myTurn() || event.ctrlKey || event.metaKey || event.altKey) return;
     const legal = this.connection.legal;
     const arrow = ARROWS[event.key];
     const onButton = event.target.closest?.("button, [role=button]");

@@ -11,6 +11,7 @@
 //! the replay.
 
 use carcassonne_tests::browser::{Browser, Driver, NewLobby, Stage, create_lobby};
+use carcassonne_tests::client::WsClient;
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use serde_json::Value;
@@ -869,5 +870,264 @@ async fn quick_play_finds_a_game_with_a_bot_and_a_waiting_request_can_be_cancell
     .await;
     page.wait_for("button[data-action=find-game]:not([disabled])")
         .await;
+    page.close().await;
+}
+
+/// The chat of the game view: a browser player (ann, on a desktop) and a scripted one
+/// (bob, over a WebSocket), and a spectator on a 360 px phone. Bob's "good game" shows
+/// in ann's players' tab as text (markup in it stays text), never to the spectator; the
+/// spectator registers a player name from the chat to write; unread counts show on the
+/// tab not shown and on the collapsed panel; ann's mute hides bob's later message; a
+/// refused message is said beside the input, not as a game notice; the creator closes
+/// the chat to spectators; a dropped connection resumes with `last_chat_seq` and a reload
+/// brings the history back, each without duplicates; axe-core finds nothing with the
+/// chat open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn players_chat_beside_the_board_apart_from_spectators_with_unread_counts_mutes_and_history()
+{
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut stage) = Stage::start_or_skip().await else {
+        return;
+    };
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: None,
+        expansions: &[],
+        turn_clock: false,
+        rated: false,
+    };
+    let game = create_lobby(&page, &base, &lobby).await;
+    assert_eq!(
+        page.eval("document.querySelector('section.chat').hidden")
+            .await,
+        Value::Bool(true),
+        "the chat shows before the game starts"
+    );
+    let api = carcassonne_tests::client::Api::new(base.clone());
+    let (status, joined) = api
+        .post(
+            &format!("/api/lobbies/{game}/join"),
+            serde_json::json!({ "display_name": "bob" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{joined}");
+    page.click("button[data-action=start]:not([disabled])")
+        .await;
+    page.wait_until("window.carcassonne.connection.state.status === 'playing'")
+        .await;
+    let ws_url = stage.server.ws_url(&game);
+    let bob_token = joined["seat_token"].as_str().expect("a seat token");
+    let mut bob = WsClient::join(&ws_url, Some(bob_token), None).await;
+    let ann_seat = page.eval("window.carcassonne.connection.seat").await;
+
+    // A spectator on a phone: one tab, the chat below the board, and no writing without
+    // a player name. Headless Chromium's window is at least 500 px wide: the page is
+    // narrowed to 360 px, the phone layout applying below 720 px anyway.
+    let watcher = stage.driver.open(390, 740).await;
+    watcher.goto(&format!("{base}/#/game/{game}")).await;
+    watcher
+        .wait_until("window.carcassonne?.connection?.role === 'spectator' && window.carcassonne.connection.online")
+        .await;
+    watcher
+        .wait_for("section.chat:not([hidden]) #chat-log")
+        .await;
+    watcher.eval("document.body.style.width = '360px'").await;
+    let tabs = watcher
+        .eval("[...document.querySelectorAll('section.chat [role=tab]')].filter((t) => !t.hidden).map((t) => t.textContent)")
+        .await;
+    assert_eq!(tabs, serde_json::json!(["Spectators"]));
+    let layout = watcher
+        .eval("(() => { const a = document.querySelector('.board-area').getBoundingClientRect(), c = document.querySelector('section.chat').getBoundingClientRect();
+            return { board: a.height, apart: c.top >= a.bottom || c.bottom <= a.top || c.left >= a.right || c.right <= a.left, fits: c.left >= 0 && c.right <= 360 && document.querySelector('section.chat').scrollWidth <= c.width + 1 }; })()")
+        .await;
+    assert_eq!(
+        (layout["apart"].clone(), layout["fits"].clone()),
+        (Value::Bool(true), Value::Bool(true)),
+        "the chat covers the board, or is wider than the phone: {layout}"
+    );
+    assert!(layout["board"].as_f64().unwrap() > 200.0, "{layout}");
+    watcher
+        .wait_until("document.querySelector('#chat-input').disabled && document.querySelector('#chat-hint').textContent.includes('player name')")
+        .await;
+
+    // Bob's message reaches ann's players' tab, as text.
+    bob.send(serde_json::json!({"type": "say", "text": "good game <b>gg</b>"}))
+        .await;
+    let heard = page
+        .wait_until("[...document.querySelectorAll('#chat-log li.chat-message')].find((li) => li.textContent.includes('good game'))?.textContent")
+        .await;
+    assert!(
+        heard.as_str().unwrap().contains("bob") && heard.as_str().unwrap().contains("<b>gg</b>"),
+        "ann reads {heard}"
+    );
+    assert!(
+        page.all("#chat-log b").await.is_empty(),
+        "a message's markup was parsed"
+    );
+    let selected = page
+        .eval("document.querySelector('#chat-tab-players').getAttribute('aria-selected')")
+        .await;
+    assert_eq!(selected, "true");
+
+    // Ann answers from the page; bob hears it.
+    page.click("#chat-input").await;
+    page.keys("thanks, you too").await;
+    page.click("button[data-action=chat-send]:not([disabled])")
+        .await;
+    loop {
+        let chat = bob.next_of("chat").await;
+        if chat["entry"]["text"] == "thanks, you too" {
+            assert_eq!(chat["entry"]["author"]["seat"], ann_seat);
+            break;
+        }
+    }
+    page.wait_until(
+        "document.querySelector('#chat-log').textContent.includes('ann (you)thanks, you too')",
+    )
+    .await;
+    assert_eq!(
+        page.eval("document.querySelector('#chat-input').value")
+            .await,
+        "",
+        "the sent text stays in the input"
+    );
+
+    // A refused message is said beside the input, not as a game notice.
+    page.eval("window.carcassonne.connection.say('a\\u200Bb'), true")
+        .await;
+    page.wait_until("document.querySelector('#chat-error').textContent.includes('cannot be sent')")
+        .await;
+    assert!(
+        page.all(".panel .notice").await.is_empty(),
+        "a chat error as a game notice"
+    );
+
+    // The spectator registers a name from the chat and writes; the players' chat never
+    // reached them.
+    let name = watcher.wait_for("#chat-name").await;
+    name.clear().await.expect("cleared");
+    name.send_keys("Watcher").await.expect("typed");
+    watcher.click("button[data-action=chat-register]").await;
+    watcher
+        .wait_until("!document.querySelector('#chat-input').disabled && !!window.carcassonne.connection.identity")
+        .await;
+    watcher.click("#chat-input").await;
+    watcher.keys(&format!("go ann{ENTER}")).await;
+    watcher
+        .wait_until(
+            "document.querySelector('#chat-log').textContent.includes('Watcher (you)go ann')",
+        )
+        .await;
+    let leaked = watcher
+        .eval("[...window.carcassonne.view.chat.entries.values()].filter((f) => f.entry.room === 'players').length + (document.body.textContent.includes('good game') ? 1 : 0)")
+        .await;
+    assert_eq!(leaked, 0, "the spectator reads the players' chat");
+    watcher
+        .assert_accessible("game with the chat, spectator, phone")
+        .await;
+
+    // Ann, on the players' tab, counts it as unread on the spectators' tab.
+    page.wait_until(
+        "document.querySelector('#chat-tab-spectators .badge')?.dataset.unread === '1'",
+    )
+    .await;
+    page.click("#chat-tab-spectators").await;
+    page.wait_until("document.querySelector('#chat-tab-spectators').getAttribute('aria-selected') === 'true' && document.querySelector('#chat-log').textContent.includes('Watchergo ann')")
+        .await;
+    let cleared = page
+        .eval("!document.querySelector('#chat-tab-spectators .badge') && document.querySelector('#chat-input').disabled")
+        .await;
+    assert_eq!(
+        cleared,
+        Value::Bool(true),
+        "the badge stays, or a player writes to spectators"
+    );
+    page.click("#chat-tab-players").await;
+
+    // Collapsed, the panel still counts what arrives.
+    page.click("button[data-action=chat-toggle]").await;
+    page.wait_until("document.querySelector('button[data-action=chat-toggle]').getAttribute('aria-expanded') === 'false'")
+        .await;
+    bob.send(serde_json::json!({"type": "say", "text": "one more"}))
+        .await;
+    page.wait_until("document.querySelector('.chat-toggle .badge')?.textContent === '1 new'")
+        .await;
+    page.click("button[data-action=chat-toggle]").await;
+    page.wait_until("document.querySelector('#chat-log').textContent.includes('one more') && document.querySelector('.chat-toggle .badge').hidden")
+        .await;
+
+    // Ann mutes bob: his next message never shows; the spectator's after it does.
+    page.click("#chat-log li.chat-message button[data-action=mute]")
+        .await;
+    page.wait_until("window.carcassonne.connection.mutes.length === 1 && !!document.querySelector('#chat-log button[data-action=unmute]')")
+        .await;
+    bob.send(serde_json::json!({"type": "say", "text": "you will not read this"}))
+        .await;
+    watcher.click("#chat-input").await;
+    watcher.keys(&format!("still watching{ENTER}")).await;
+    page.wait_until("[...window.carcassonne.view.chat.entries.values()].some((f) => f.entry.text === 'still watching')")
+        .await;
+    let muted_shown = page
+        .eval("[...window.carcassonne.view.chat.entries.values()].some((f) => f.entry.text === 'you will not read this')")
+        .await;
+    assert_eq!(
+        muted_shown,
+        Value::Bool(false),
+        "a muted author's message shows"
+    );
+
+    // The creator keeps the chat to the players: the spectator's input closes, saying why.
+    page.eval("(() => { const s = document.querySelector('#chat-policy'); s.value = 'players'; s.dispatchEvent(new Event('change')); return true; })()")
+        .await;
+    watcher
+        .wait_until("document.querySelector('#chat-input').disabled && document.querySelector('#chat-hint').textContent.includes('Only the players')")
+        .await;
+    page.wait_until(
+        "document.querySelector('#chat-log').textContent.includes('only the players may write')",
+    )
+    .await;
+
+    // A dropped connection resumes from the last chat_seq it holds, repeating nothing.
+    let chat_lines = "[...document.querySelectorAll('#chat-log li')].map((li) => li.textContent)";
+    let before = page.eval(chat_lines).await;
+    page.eval("window.sentFrames = [], (() => { const send = WebSocket.prototype.send; WebSocket.prototype.send = function (data) { window.sentFrames.push(JSON.parse(data)); return send.call(this, data); }; })(), true")
+        .await;
+    let highest = page.eval("window.carcassonne.view.chat.highest()").await;
+    let welcomes = page.eval("window.carcassonne.connection.welcomes").await;
+    page.eval("window.carcassonne.connection.drop(), true")
+        .await;
+    page.wait_until(&format!("window.carcassonne.connection.welcomes > {welcomes} && window.carcassonne.connection.online"))
+        .await;
+    let hello = page
+        .eval("window.sentFrames.find((f) => f.type === 'hello')")
+        .await;
+    assert_eq!(hello["last_chat_seq"], highest, "{hello}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        page.eval(chat_lines).await,
+        before,
+        "the chat changed over a reconnect"
+    );
+
+    // A reload brings the history back as the server holds it, the mute kept: none of
+    // the muted author's messages, older ones included, is sent again.
+    page.client.refresh().await.expect("reload");
+    page.wait_until("document.querySelector('#chat-log')?.textContent.includes('only the players may write') && window.carcassonne.connection.mutes.length === 1")
+        .await;
+    let log = page
+        .eval("document.querySelector('#chat-log').textContent")
+        .await;
+    let log = log.as_str().unwrap_or_default();
+    assert!(log.contains("thanks, you too"), "{log}");
+    assert!(
+        !log.contains("good game") && !log.contains("one more"),
+        "{log}"
+    );
+    page.assert_accessible("game with the chat open, desktop")
+        .await;
+    watcher.close().await;
     page.close().await;
 }
