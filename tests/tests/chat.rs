@@ -222,6 +222,32 @@ async fn talk_through_a_game(home: &TestServer, away: &TestServer) {
     assert_eq!(error_code(&mut bob_back).await, "not_creator");
     let (_, lobby) = away_api.get(&format!("/api/lobbies/{game}")).await;
     assert_eq!(lobby["chat"], "players", "{lobby}");
+
+    // Once the game is over no room holds it: the operator still deletes from its
+    // history, and an entry that is not a message, or no entry, is 404.
+    let abort = format!("/api/lobbies/{game}/abort");
+    let (status, body) = home_api.post_as(&abort, &ann.token, json!({})).await;
+    assert_eq!(status, 204, "{body}");
+    let chat = format!("/api/lobbies/{game}/chat");
+    for missing in ["0", "999", "18446744073709551615"] {
+        let (status, body) = away_api
+            .delete_as(&format!("{chat}/{missing}"), ADMIN_TOKEN)
+            .await;
+        assert_eq!(status, 404, "{missing}: {body}");
+    }
+    let (status, body) = away_api.delete_as(&format!("{chat}/3"), ADMIN_TOKEN).await;
+    assert_eq!(status, 204, "{body}");
+    let (status, body) = away_api.delete_as(&format!("{chat}/3"), ADMIN_TOKEN).await;
+    assert_eq!(status, 404, "deleted already: {body}");
+    let bearer = format!("Bearer {}", ann.token);
+    let (_, history) = home_api.get_with(&chat, "authorization", &bearer).await;
+    let listed = history.to_string();
+    assert!(!listed.contains("are you there"), "{history}");
+    let last = history["items"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["entry"],
+        json!({"kind": "deletion", "deletes": 3, "room": "players"})
+    );
 }
 
 async fn player(server: &TestServer, seat: &Seat) -> WsClient {

@@ -131,9 +131,25 @@ pub async fn delete_chat_message(
     headers: HeaderMap,
 ) -> Result<StatusCode, AppError> {
     require_admin(&state, &headers)?;
-    match state.find_room(id).await? {
-        Some(room) => room.ask::<()>(Request::DeleteChat { chat_seq }).await?,
-        None => delete_from_history(&state.store, id, chat_seq).await?,
+    let stored = stored_entry(&state.store, id, chat_seq).await?;
+    let room = state.find_room(id).await?;
+    let asked = match &room {
+        Some(room) => {
+            let request = Request::DeleteChat {
+                chat_seq,
+                stored: stored.clone(),
+            };
+            room.ask::<()>(request).await
+        }
+        None => Err(RoomError::ShuttingDown),
+    };
+    match asked {
+        // No room holds the game, or the one that did is stopping (the game ended):
+        // the deletion is written to its history directly.
+        Err(RoomError::ShuttingDown) => {
+            delete_from_history(&state.store, id, chat_seq, &stored).await?
+        }
+        other => other?,
     }
     tracing::info!(game = %id, chat_seq, "chat message deleted by the operator");
     Ok(StatusCode::NO_CONTENT)
@@ -153,18 +169,35 @@ fn require_admin(state: &AppState, headers: &HeaderMap) -> Result<(), AppError> 
     }
 }
 
+/// Entry `chat_seq` of the game's chat as the store holds it.
+async fn stored_entry(store: &Store, game: Uuid, chat_seq: u64) -> Result<ChatEntry, AppError> {
+    let missing = AppError::NotFound("no chat entry with this chat_seq in this game");
+    // Keys are 1 to i64::MAX: anything else names no entry (and `chat_seq ± 1` stays
+    // in range below).
+    if chat_seq == 0 || chat_seq >= i64::MAX as u64 {
+        return Err(missing);
+    }
+    let row = one_entry(store, game, Some(chat_seq - 1), Some(chat_seq + 1))
+        .await?
+        .ok_or(missing)?;
+    serde_json::from_str(&row.entry).map_err(|error| {
+        tracing::error!(%error, %game, chat_seq, "unreadable chat entry");
+        AppError::Internal
+    })
+}
+
 /// Deletes a message of a game no room holds (ended, or not loaded anywhere): the
 /// deletion is the chat's next entry, so a concurrent entry makes it try again.
-async fn delete_from_history(store: &Store, game: Uuid, chat_seq: u64) -> Result<(), AppError> {
+async fn delete_from_history(
+    store: &Store,
+    game: Uuid,
+    chat_seq: u64,
+    stored: &ChatEntry,
+) -> Result<(), AppError> {
     for _ in 0..3 {
-        let message = one_entry(store, game, Some(chat_seq - 1), Some(chat_seq + 1)).await?;
         let newest = one_entry(store, game, None, None).await?;
-        let (Some(message), Some(newest)) = (message, newest) else {
-            return Err(AppError::NotFound("no chat message with this chat_seq"));
-        };
-        let entry: ChatEntry =
-            serde_json::from_str(&message.entry).map_err(|_| AppError::Internal)?;
-        let write = deletion(chat_seq, &entry, newest.chat_seq + 1, now_millis())?;
+        let next_seq = newest.map_or(1, |row| row.chat_seq + 1);
+        let write = deletion(chat_seq, stored, next_seq, now_millis())?;
         match store.append_chat(game, &write.row, &write.effect).await {
             Err(StoreError::Conflict(_)) => continue,
             outcome => return Ok(outcome?),

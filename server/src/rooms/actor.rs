@@ -449,7 +449,8 @@ impl Room {
                     Err(error) => reply.send(Err(error)),
                 }
             }
-            R::DeleteChat { chat_seq } => match machine.delete_chat(chat_seq, now) {
+            R::DeleteChat { chat_seq, stored } => match machine.delete_chat(chat_seq, &stored, now)
+            {
                 Ok(write) => self.start_chat_write(write, reply),
                 Err(error) => reply.send(Err(error)),
             },

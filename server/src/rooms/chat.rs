@@ -293,17 +293,21 @@ impl ChatLog {
         self.write(ChatEntry::Policy { chat }, now, ChatEffect::Policy(chat))
     }
 
-    /// An operator's deletion of message `chat_seq`: a new entry that says so, written
-    /// with the message's text replaced by a tombstone.
-    pub fn delete(&self, chat_seq: u64, now: Millis) -> Result<ChatWrite, RoomError> {
-        let recent = self
+    /// An operator's deletion of message `chat_seq` (`stored`, as the store holds it): a
+    /// new entry that says so, written with the message's text replaced by a tombstone.
+    /// The room's own copy, when it keeps one, is the newer (it may be deleted already).
+    pub fn delete(
+        &self,
+        chat_seq: u64,
+        stored: &ChatEntry,
+        now: Millis,
+    ) -> Result<ChatWrite, RoomError> {
+        let kept = self
             .recent
             .iter()
-            .find(|recent| recent.chat_seq == chat_seq)
-            .ok_or(RoomError::NotFound(
-                "no such chat message in this game's recent chat",
-            ))?;
-        deletion(chat_seq, &recent.entry, self.last_seq + 1, now)
+            .find(|recent| recent.chat_seq == chat_seq);
+        let entry = kept.map_or(stored, |recent| &recent.entry);
+        deletion(chat_seq, entry, self.last_seq + 1, now)
     }
 
     fn write(&self, entry: ChatEntry, now: Millis, effect: ChatEffect) -> ChatWrite {
@@ -601,7 +605,8 @@ mod tests {
         let mut log = ChatLog::new(ChatPolicy::All);
         let message = log.say(ann(), "rude", 0).unwrap();
         written(&mut log, message);
-        let deletion = log.delete(1, 5).unwrap();
+        let stored: ChatEntry = serde_json::from_str(&message_row(&log, 1)).unwrap();
+        let deletion = log.delete(1, &stored, 5).unwrap();
         let ChatEffect::Redact { chat_seq: 1, entry } = &deletion.effect else {
             panic!("not a redaction: {:?}", deletion.effect);
         };
@@ -615,7 +620,27 @@ mod tests {
         assert_eq!(texts.len(), 2);
         assert!(texts.iter().all(|text| !text.contains("rude")), "{texts:?}");
         assert!(texts[1].contains(r#""deletes":1"#));
-        assert!(log.delete(2, 6).is_err(), "a deletion is not a message");
+        let stored: ChatEntry = serde_json::from_str(&message_row(&log, 2)).unwrap();
+        assert!(
+            log.delete(2, &stored, 6).is_err(),
+            "a deletion is not a message"
+        );
+        assert!(
+            log.delete(
+                1,
+                &ChatEntry::Policy {
+                    chat: ChatPolicy::All
+                },
+                6
+            )
+            .is_err()
+        );
+    }
+
+    /// Entry `chat_seq`'s text, as the store would hold it.
+    fn message_row(log: &ChatLog, chat_seq: u64) -> String {
+        let recent = log.recent.iter().find(|r| r.chat_seq == chat_seq).unwrap();
+        entry_text(&recent.entry)
     }
 
     #[test]

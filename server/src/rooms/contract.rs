@@ -7,7 +7,7 @@
 
 use crate::auth::Token;
 use crate::rooms::Outgoing;
-use crate::rooms::chat::{Author, SpectatorIdentity};
+use crate::rooms::chat::{Author, ChatEntry, SpectatorIdentity};
 use crate::rooms::view::LobbyView;
 use carcassonne_bots::BotLevel;
 use carcassonne_core::Move;
@@ -103,6 +103,8 @@ pub enum Request {
     /// An operator deletes a chat message (the admin token already checked).
     DeleteChat {
         chat_seq: u64,
+        /// The message as the store holds it (a room keeps only the newest entries).
+        stored: ChatEntry,
     },
     /// A move: answered with the `seq` it was written at.
     Command {

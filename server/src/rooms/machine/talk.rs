@@ -3,7 +3,7 @@
 //! who holds which seat, who created the lobby and whether the game is on.
 
 use super::*;
-use crate::rooms::chat::{Author, ChatWrite, MuteChange, Speaker, SpectatorIdentity};
+use crate::rooms::chat::{Author, ChatEntry, ChatWrite, MuteChange, Speaker, SpectatorIdentity};
 use carcassonne_store::{ChatEffect, ChatPolicy};
 
 impl RoomMachine {
@@ -58,8 +58,13 @@ impl RoomMachine {
     }
 
     /// An operator deletes a message.
-    pub fn delete_chat(&self, chat_seq: u64, now: Millis) -> Result<ChatWrite, RoomError> {
-        self.chat.delete(chat_seq, now)
+    pub fn delete_chat(
+        &self,
+        chat_seq: u64,
+        stored: &ChatEntry,
+        now: Millis,
+    ) -> Result<ChatWrite, RoomError> {
+        self.chat.delete(chat_seq, stored, now)
     }
 
     /// Takes a written chat entry in: its update, for the connections that may read it.
