@@ -4,7 +4,7 @@
 //! deletion of a message, which reaches every connected client as a chat entry.
 
 use crate::api::extract::{AppPath, AppQuery};
-use crate::api::headers::bearer_token;
+use crate::api::headers::{bearer_token, may_see_private};
 use crate::api::lobbies::require_private_access;
 use crate::auth::Token;
 use crate::clock::now_millis;
@@ -95,11 +95,11 @@ pub async fn game_chat(
     Ok(Json(ChatPage { items, next_before }))
 }
 
+/// Whether the request carries one of the game's seat tokens: the same check that
+/// opens a private game, without an invite code to accept.
 fn holds_a_seat(seats: &[SeatRow], headers: &HeaderMap) -> bool {
-    bearer_token(headers).is_ok_and(|token| {
-        let hash = token.hash();
-        seats.iter().any(|seat| seat.token_hash == hash)
-    })
+    let token_hashes: Vec<&str> = seats.iter().map(|seat| seat.token_hash.as_str()).collect();
+    may_see_private(None, &token_hashes, headers)
 }
 
 fn chat_item(row: ChatEntryRow) -> Option<ChatItem> {
