@@ -205,6 +205,20 @@ async fn talk_through_a_game(home: &TestServer, away: &TestServer) {
         )
         .await;
     assert!(as_player.to_string().contains("good luck"), "{as_player}");
+    // A page bound past any stored number (a client may send any u64) is no bound.
+    let (status, unbounded) = home_api
+        .get(&format!(
+            "/api/lobbies/{game}/chat?before=9223372036854775808"
+        ))
+        .await;
+    assert_eq!(status, 200, "{unbounded}");
+    assert_eq!(unbounded["items"], history["items"]);
+    let (status, body) = home_api
+        .get(&format!(
+            "/api/lobbies/{game}/chat?before=18446744073709551616"
+        ))
+        .await;
+    assert_eq!(status, 400, "not a u64: {body}");
 
     // The creator keeps the chat to the players: the spectator may no longer write.
     ann_ws

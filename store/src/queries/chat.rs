@@ -117,14 +117,14 @@ where
         game: Uuid,
         read: &ChatRead,
     ) -> Result<Vec<ChatEntryRow>, StoreError> {
-        let after = match read.after {
-            Some(after) => fit::<u64, i64>(after, "chat seq")?,
-            None => -1,
-        };
-        let before = match read.before {
-            Some(before) => fit::<u64, i64>(before, "chat seq")?,
-            None => i64::MAX,
-        };
+        // A bound past the column's range is a bound past every stored entry: the
+        // range is empty above `after` and unbounded below `before`.
+        let after = read
+            .after
+            .map_or(-1, |after| i64::try_from(after).unwrap_or(i64::MAX));
+        let before = read
+            .before
+            .map_or(i64::MAX, |before| i64::try_from(before).unwrap_or(i64::MAX));
         let audiences = match read.players {
             true => ChatAudience::Players,
             false => ChatAudience::Everyone,

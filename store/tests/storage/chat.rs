@@ -73,6 +73,10 @@ backend_tests! {
         assert!(numbers(store, game.id, read(Some(10), None, 100, true)).await.is_empty());
         assert!(numbers(store, game.id, read(None, None, 0, true)).await.is_empty());
         assert!(numbers(store, Uuid::new_v4(), read(None, None, 100, true)).await.is_empty());
+        // Bounds past the column's range (a client may send any u64) are past every entry.
+        assert_eq!(numbers(store, game.id, read(None, Some(u64::MAX), 2, true)).await, [9, 10]);
+        assert_eq!(numbers(store, game.id, read(None, Some(1 << 63), 2, true)).await, [9, 10]);
+        assert!(numbers(store, game.id, read(Some(u64::MAX), None, 100, true)).await.is_empty());
     }
 
     async fn a_taken_chat_seq_is_a_conflict_and_changes_nothing(context: Context) {
