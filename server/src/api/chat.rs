@@ -69,9 +69,14 @@ pub async fn game_chat(
     headers: HeaderMap,
 ) -> Result<Json<ChatPage>, AppError> {
     let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) || query.before == Some(0) {
+    // `before` is an int64 in the schema, as the numbers it pages are.
+    let before_in_range = query
+        .before
+        .is_none_or(|before| (1..=i64::MAX as u64).contains(&before));
+    if !(1..=MAX_LIMIT).contains(&limit) || !before_in_range {
         return Err(AppError::BadRequest(format!(
-            "limit must be 1 to {MAX_LIMIT}, and before at least 1"
+            "limit must be 1 to {MAX_LIMIT}, and before 1 to {}",
+            i64::MAX
         )));
     }
     let (lobby, seats) = state
