@@ -516,8 +516,19 @@ impl Store {
         lobby: &LobbyRow,
         creator: &SeatRow,
     ) -> Result<(), StoreError> {
-        let (lobby, creator) = (lobby.clone(), creator.clone());
-        write_on_backend!(self, "create_lobby", db => db.create_lobby(&lobby, &creator).await)
+        self.create_seated_lobby(lobby, std::slice::from_ref(creator))
+            .await
+    }
+
+    /// Writes a new open lobby with all of its seats taken (a rematch's), in one
+    /// transaction.
+    pub async fn create_seated_lobby(
+        &self,
+        lobby: &LobbyRow,
+        seats: &[SeatRow],
+    ) -> Result<(), StoreError> {
+        let (lobby, seats) = (lobby.clone(), seats.to_vec());
+        write_on_backend!(self, "create_lobby", db => db.create_lobby(&lobby, &seats).await)
     }
 
     pub async fn lobby(&self, id: Uuid) -> Result<Option<(LobbyRow, Vec<SeatRow>)>, StoreError> {

@@ -43,11 +43,13 @@ where
     pub(crate) async fn create_lobby(
         &self,
         lobby: &LobbyRow,
-        creator: &SeatRow,
+        seats: &[SeatRow],
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         Self::insert_lobby(&mut tx, lobby).await?;
-        Self::insert_seat(&mut tx, lobby.id, creator).await?;
+        for seat in seats {
+            Self::insert_seat(&mut tx, lobby.id, seat).await?;
+        }
         tx.commit().await?;
         Ok(())
     }

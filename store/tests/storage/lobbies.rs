@@ -31,6 +31,26 @@ backend_tests! {
         assert_eq!(context.store.lobby(Uuid::new_v4()).await.unwrap(), None);
     }
 
+    async fn a_seated_lobby_is_written_whole_or_not_at_all(context: Context) {
+        let ada = player("Ada");
+        context.store.create_player(&ada).await.unwrap();
+        let lobby = open_lobby("rematch", EPOCH);
+        let mut bot = seat(2, "Greedy bot 3", None);
+        bot.bot = Some("greedy".to_owned());
+        let seats = vec![seat(0, "Bo", None), seat(1, "Ada", Some(ada.id)), bot];
+        context.store.create_seated_lobby(&lobby, &seats).await.unwrap();
+        let (read, read_seats) = context.store.lobby(lobby.id).await.unwrap().unwrap();
+        assert_eq!(read, lobby);
+        assert_eq!(read_seats, seats);
+
+        // One seat the store refuses (an identity never created): no lobby, no seat.
+        let refused = open_lobby("refused", EPOCH + 1);
+        let ghost = seat(1, "Gus", Some(Uuid::new_v4()));
+        let written = context.store.create_seated_lobby(&refused, &[seat(0, "Cy", None), ghost]).await;
+        assert!(matches!(written, Err(StoreError::NotFound)), "{written:?}");
+        assert_eq!(context.store.lobby(refused.id).await.unwrap(), None);
+    }
+
     async fn seats_come_and_go_and_set_seq(context: Context) {
         let lobby = open_lobby("lobby", EPOCH);
         context.store.create_lobby(&lobby, &seat(0, "Ada", None)).await.unwrap();
