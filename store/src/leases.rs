@@ -186,6 +186,25 @@ impl SqlStore<sqlx::Postgres> {
         .transpose()
     }
 
+    /// The node whose room of finished game `game` may still be up (its post-game stay:
+    /// chat and rematch): the game's last owner, while its lease is live. `None` when
+    /// the game is not finished, or no live node owned it last.
+    pub(crate) async fn finished_game_host(
+        &self,
+        game: Uuid,
+    ) -> Result<Option<String>, StoreError> {
+        let host = sqlx::query_scalar(
+            "SELECT lobbies.owner_node FROM lobbies \
+             JOIN cluster_nodes ON cluster_nodes.node = lobbies.owner_node \
+             WHERE lobbies.id = $1 AND lobbies.status = 'finished' \
+               AND cluster_nodes.alive_until >= now()",
+        )
+        .bind(game)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(host)
+    }
+
     /// Live games with no owner, or whose owner's lease lapsed (or who left no row),
     /// oldest first. The live games of the partial index `lobbies_owner_node` are joined
     /// with the few rows of `cluster_nodes`.

@@ -932,6 +932,13 @@ impl Store {
         on_postgres!(self, "lease_holder", db => db.lease_holder(game))
     }
 
+    /// The live node that owned finished game `game` last, where its room may still be
+    /// up for its post-game stay. None when the game is not finished or no live node
+    /// owned it. Postgres only, like every lease call.
+    pub async fn finished_game_host(&self, game: Uuid) -> Result<Option<String>, StoreError> {
+        on_postgres!(self, "finished_game_host", db => db.finished_game_host(game))
+    }
+
     /// Live games with no owner or a lapsed lease, oldest first, at most `limit`.
     ///
     /// Oldest means created first, as [`Store::live_games`] orders them. These are the

@@ -160,6 +160,48 @@ async fn leases_are_taken_renewed_released_and_lapse() {
 /// What a node reads back after a write whose reply was lost: the owner, and whether its
 /// lease is live on the database's clock, beside the command stored at the seq.
 #[tokio::test]
+async fn a_finished_game_is_hosted_by_its_last_owner_while_that_node_lives() {
+    on_postgres("leases::finished_host", |context| async move {
+        let store = &context.store;
+        let game = playing_game(store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        let id = game.id;
+        assert!(store.acquire_lease(id, "a", LONG).await.unwrap());
+        assert_eq!(
+            store.finished_game_host(id).await.unwrap(),
+            None,
+            "a live game has a lease holder, not a host"
+        );
+        context
+            .execute(&format!(
+                "UPDATE lobbies SET status = 'finished' WHERE id = '{id}'"
+            ))
+            .await;
+        assert_eq!(store.lease_holder(id).await.unwrap(), None);
+        assert_eq!(
+            store.finished_game_host(id).await.unwrap().as_deref(),
+            Some("a")
+        );
+        // A dead node hosts nothing; alive again, it is named again.
+        store.renew_leases("a", TINY).await.unwrap();
+        tokio::time::sleep(PAST_TINY).await;
+        assert_eq!(store.finished_game_host(id).await.unwrap(), None);
+        store.renew_leases("a", LONG).await.unwrap();
+        assert_eq!(
+            store.finished_game_host(id).await.unwrap().as_deref(),
+            Some("a")
+        );
+        // Released once its room stops, it has no host.
+        store.release_lease(id, "a").await.unwrap();
+        assert_eq!(store.finished_game_host(id).await.unwrap(), None);
+        assert_eq!(
+            store.finished_game_host(Uuid::new_v4()).await.unwrap(),
+            None
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn stored_at_names_the_owner_and_whether_its_lease_is_live() {
     on_postgres("leases::stored_at", |context| async move {
         let game = playing_game(&context.store, &[seat(0, "Ada", None)]).await;
@@ -489,6 +531,7 @@ async fn sqlite_refuses_a_node_name_and_leases() {
     assert!(config(store.release_leases("a").await.map(drop)));
     assert!(config(store.release_lease(game.id, "a").await));
     assert!(config(store.lease_holder(game.id).await.map(drop)));
+    assert!(config(store.finished_game_host(game.id).await.map(drop)));
     assert!(config(store.orphaned_games(10).await.map(drop)));
     // The game itself is written as ever.
     store
