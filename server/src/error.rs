@@ -179,6 +179,7 @@ fn room_code(refusal: &RoomError) -> &str {
         RoomError::ChatClosed(_) => "chat_closed",
         RoomError::ChatRateLimited => "chat_rate_limited",
         RoomError::SpectatorUnknown => "spectator_unknown",
+        RoomError::RematchUnavailable(_) => "rematch_unavailable",
         RoomError::StorageUnavailable => "storage_unavailable",
         RoomError::ShuttingDown => "shutting_down",
         RoomError::Internal => "internal",
@@ -210,7 +211,8 @@ fn room_status(refusal: &RoomError) -> StatusCode {
         | RoomError::SeatAbandoned
         | RoomError::Resigned
         | RoomError::TooLateToAbort
-        | RoomError::NotABot(_) => StatusCode::CONFLICT,
+        | RoomError::NotABot(_)
+        | RoomError::RematchUnavailable(_) => StatusCode::CONFLICT,
         RoomError::StorageUnavailable | RoomError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         RoomError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         RoomError::Relayed { status, .. } => {

@@ -20,6 +20,7 @@ mod http;
 mod metrics;
 mod queue;
 mod ratings_rebuild;
+mod rematches;
 mod replay;
 mod rooms;
 mod state;
@@ -51,6 +52,7 @@ use crate::bots::BotPool;
 use crate::cluster::Cluster;
 use crate::error::AppError;
 use crate::rooms::actor::Room;
+use crate::rooms::registry::RoomOpener;
 use crate::rooms::tenure::{BootTime, Tenure};
 use crate::state::AppState;
 use axum::Router;
@@ -122,8 +124,9 @@ pub async fn run(
     let Some(store) = connect_store(&config.store, &shutdown).await? else {
         return Ok(());
     };
+    let (opener, rematches) = RoomOpener::channel();
     let mut state = AppState::new(store, config.limits, shutdown.clone())
-        .with_rooms(config.rooms, BotPool::new(config.bot_threads))
+        .with_rooms(config.rooms, BotPool::new(config.bot_threads), opener)
         .with_queue(config.queue)
         .with_accounts(config.accounts)
         .with_admin_token(config.admin_token_sha256);
@@ -145,6 +148,9 @@ pub async fn run(
     }
     state.tasks.spawn(http::forget_idle_clients(state.clone()));
     state.tasks.spawn(queue::run_matchmaker(state.clone()));
+    state
+        .tasks
+        .spawn(rematches::open_rematches(state.clone(), rematches));
     tracing::info!(address = %listener.local_addr()?, "listening");
     http::serve(listener, app(state.clone()), state.clone()).await;
     tracing::info!("draining");

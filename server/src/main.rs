@@ -232,6 +232,13 @@ struct RoomArgs {
     /// fills a rated ticket's seats with them after the bot wait. None by default.
     #[arg(long, env = "RATED_BOT_POOLS", value_delimiter = ',', value_parser = rating_pool)]
     rated_bot_pools: Vec<RatingPool>,
+    /// How long a finished game's room stays for its players (post-game chat, a rematch
+    /// offer) before it closes their connections; longer while an offer waits.
+    #[arg(long, env = "POST_GAME", default_value_t = HumanDuration(RoomSettings::default().post_game))]
+    post_game: HumanDuration,
+    /// How long a rematch offer waits for every player's answer.
+    #[arg(long, env = "REMATCH_OFFER", default_value_t = HumanDuration(RoomSettings::default().rematch_offer))]
+    rematch_offer: HumanDuration,
 }
 
 fn rating_pool(name: &str) -> Result<RatingPool, String> {
@@ -468,6 +475,8 @@ fn config_from(args: &ServeArgs) -> Config {
         stand_in_bot: args.rooms.stand_in_bot,
         stand_in_think: args.rooms.stand_in_think.0,
         rated_bot_pools,
+        post_game: args.rooms.post_game.0,
+        rematch_offer: args.rooms.rematch_offer.0,
     };
     let bot_threads = args.rooms.bot_threads.max(1);
     Config {

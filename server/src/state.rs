@@ -11,7 +11,7 @@ use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::queue::QueueSettings;
 use crate::rooms::actor::RoomServices;
-use crate::rooms::registry::RoomRegistry;
+use crate::rooms::registry::{RoomOpener, RoomRegistry};
 use crate::rooms::{RoomHandle, RoomSettings};
 use carcassonne_store::Store;
 use std::sync::Arc;
@@ -64,6 +64,7 @@ impl AppState {
             metrics: metrics.clone(),
             bots: BotPool::new(1),
             settings: RoomSettings::default(),
+            opener: RoomOpener::default(),
         };
         AppState {
             rooms: RoomRegistry::new(services, tasks.clone(), shutdown.clone()),
@@ -130,11 +131,18 @@ impl AppState {
         self
     }
 
-    /// The same state with these room settings and bot pool.
-    pub fn with_rooms(mut self, settings: RoomSettings, bots: BotPool) -> AppState {
+    /// The same state with these room settings, bot pool, and the way rooms have others
+    /// opened.
+    pub fn with_rooms(
+        mut self,
+        settings: RoomSettings,
+        bots: BotPool,
+        opener: RoomOpener,
+    ) -> AppState {
         let services = RoomServices {
             settings,
             bots,
+            opener,
             ..self.rooms.services.clone()
         };
         self.rooms = RoomRegistry::new(services, self.tasks.clone(), self.shutdown.clone());

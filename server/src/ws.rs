@@ -540,6 +540,10 @@ impl Connection {
                 let request = |token_hash| Request::SetChatPolicy { token_hash, chat };
                 self.ask_as_player(request).await;
             }
+            Ok(ClientMessage::Rematch { accept }) => {
+                let request = |token_hash| Request::Rematch { token_hash, accept };
+                self.ask_as_player(request).await;
+            }
             Ok(ClientMessage::Ping) => self.send_text(ConnectionFrame::Pong.to_json().into()).await,
             Ok(ClientMessage::Hello { .. }) => {
                 self.send_error(&AppError::AlreadyWelcomed).await;

@@ -10,7 +10,16 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// Bots that answer quickly, so that timed-out turns and bot seats do not slow the tests.
-const QUICK_BOTS: [&str; 4] = ["--stand-in-think", "20ms", "--bot-think", "40ms"];
+/// Quick bots, and a finished game's room that stays a second for a rematch, not two
+/// minutes: these tests see it leave memory.
+const QUICK_BOTS: [&str; 6] = [
+    "--stand-in-think",
+    "20ms",
+    "--bot-think",
+    "40ms",
+    "--post-game",
+    "1s",
+];
 
 fn turn_clock(per_turn_ms: u64, reserve_ms: u64) -> Value {
     json!({ "type": "turn", "per_turn_ms": per_turn_ms, "reserve_ms": reserve_ms })
@@ -150,7 +159,7 @@ async fn a_two_second_clock_game_finishes_though_its_second_player_never_connect
     assert_eq!(
         ann.close_code().await,
         Some(1000),
-        "the ended room closes its sockets"
+        "the ended room closes its sockets after its post-game stay"
     );
     let found = finished_match(&api, &creator.lobby).await;
     assert_eq!(found["status"], "finished");

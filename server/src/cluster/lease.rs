@@ -94,7 +94,11 @@ impl Keeper {
             .collect();
         let loaded: HashSet<Uuid> = local.iter().map(|room| room.id).collect();
         self.told_to_unload.retain(|id| loaded.contains(id));
-        for room in local.iter().filter(|room| !held.contains(&room.id)) {
+        // A finished game's room stays a while for its players with no lease to hold.
+        let unheld = local
+            .iter()
+            .filter(|room| !held.contains(&room.id) && !room.has_ended());
+        for room in unheld {
             // A room whose queue is full is told at the next renewal; meanwhile its
             // tenure, renewed below without it, keeps it from deciding anything.
             if !self.told_to_unload.contains(&room.id) && room.try_unload() {

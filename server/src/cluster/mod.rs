@@ -19,6 +19,7 @@ pub mod lease;
 pub mod relay;
 pub mod remote;
 
+use crate::cluster::remote::Reaching;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
 use crate::rooms::error::RoomError;
@@ -135,7 +136,9 @@ pub async fn hold_registry(cluster: &Cluster) -> tokio::sync::MutexGuard<'_, ()>
 }
 
 /// The room for game `id` on this node: its own if it owns (or can take) the game, or a
-/// stand-in that reaches the owner. None when there is no live game with this id.
+/// stand-in that reaches the owner, or the node where a finished game's room stays for
+/// its post-game. None when there is no live game with this id, nor a finished one whose
+/// room may still be up.
 pub async fn resolve(
     rooms: &RoomRegistry,
     cluster: &Cluster,
@@ -146,14 +149,34 @@ pub async fn resolve(
         return Ok(Some(room));
     }
     let Some(holder) = rooms.store().lease_holder(id).await? else {
-        return Ok(None);
+        return finished_elsewhere(rooms, cluster, id).await;
     };
     let free =
         holder.owner.is_none() || holder.lapsed || holder.owner.as_deref() == Some(&*cluster.node);
     if free && let Some(room) = take_over(rooms, cluster, id).await? {
         return Ok(Some(room));
     }
-    remote::spawn(rooms, cluster, id).await.map(Some)
+    remote::spawn(rooms, cluster, id, Reaching::LiveGame)
+        .await
+        .map(Some)
+}
+
+/// A stand-in for finished game `id` when its room may still be up on the live node that
+/// owned it last. Its room on this node, had it one, was found above; a game this node
+/// finished whose room has stopped is over for good.
+async fn finished_elsewhere(
+    rooms: &RoomRegistry,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<Option<RoomHandle>, RoomError> {
+    match rooms.store().finished_game_host(id).await? {
+        Some(host) if host != *cluster.node => {
+            remote::spawn(rooms, cluster, id, Reaching::FinishedGame)
+                .await
+                .map(Some)
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Takes game `id`'s lease and restores it from its log. None when another node holds

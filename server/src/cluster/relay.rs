@@ -56,7 +56,13 @@ pub async fn relay(
                     // A room that closes for a shutdown or a lost lease said so; one that
                     // stopped otherwise (a panic) leaves a game that lives on elsewhere.
                     if !closing {
-                        publish(&cluster, id, &end_of(&store, id).await).await;
+                        let end = end_of(&store, id).await;
+                        if matches!(end, Published::Ended) {
+                            // The game's room is closed for good: other nodes must no
+                            // longer send its late visitors here (see `finished_game_host`).
+                            let _ = store.release_lease(id, &cluster.node).await;
+                        }
+                        publish(&cluster, id, &end).await;
                     }
                     break;
                 }

@@ -68,6 +68,21 @@ pub struct RemoteRoom {
     /// The owner's answers to this stand-in's checks of the published `seq`.
     checked: mpsc::UnboundedSender<Option<u64>>,
     checking: bool,
+    /// Which game the stand-in reaches: a live one, or a finished one in its owner's
+    /// post-game stay.
+    reaching: Reaching,
+}
+
+/// What a stand-in reaches on the owner's node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reaching {
+    /// A live game: an owner that stops answering moved it, and its connections
+    /// reconnect to find where.
+    LiveGame,
+    /// A finished game's room, up for its post-game stay (chat, rematch). An owner
+    /// that stops answering closed it, or stopped: either way the game is over, and
+    /// there is nowhere to reconnect to.
+    FinishedGame,
 }
 
 /// Starts a stand-in for game `id` and registers it.
@@ -75,6 +90,7 @@ pub async fn spawn(
     rooms: &RoomRegistry,
     cluster: &Cluster,
     id: Uuid,
+    reaching: Reaching,
 ) -> Result<RoomHandle, RoomError> {
     let subscription = cluster
         .nats
@@ -106,6 +122,7 @@ pub async fn spawn(
         last_heard: Instant::now(),
         checked,
         checking: false,
+        reaching,
     };
     rooms.insert(handle.clone());
     rooms.metrics().stand_ins.inc();
@@ -162,7 +179,10 @@ impl RemoteRoom {
                     Some(Ok(Published::TakenOver)) | None => break Stop::Reconnect,
                     Some(Err(error)) => tracing::error!(%error, "an update this node cannot read"),
                 },
-                Some(()) = heard.owner_lost.recv() => break Stop::Reconnect,
+                Some(()) = heard.owner_lost.recv() => break match self.reaching {
+                    Reaching::LiveGame => Stop::Reconnect,
+                    Reaching::FinishedGame => Stop::Ended,
+                },
                 Some(checked) = heard.checks.recv() => self.on_checked(checked),
                 _ = quiet_check.tick() => if self.quiet() { self.check_published_seq(Duration::ZERO) },
                 Ok(()) = reconnections.changed() => self.check_published_seq(RECONNECT_GRACE),
@@ -273,6 +293,7 @@ impl RemoteRoom {
             self.owner_lost.clone(),
         );
         let (stopped, metrics) = (self.stopped.clone(), self.metrics.clone());
+        let reaching = self.reaching;
         metrics.cluster_event("relayed");
         tokio::spawn(async move {
             if !reply.is_awaited() {
@@ -298,15 +319,24 @@ impl RemoteRoom {
                     }
                 },
                 Err(error) => {
-                    if matches!(
+                    let unreachable = matches!(
                         error.kind(),
                         RequestErrorKind::NoResponders | RequestErrorKind::TimedOut
-                    ) {
+                    );
+                    if unreachable {
                         metrics.cluster_event("owner_unreachable");
                         let _ = lost.send(());
                     }
-                    tracing::warn!(%error, "the owner of a game did not answer");
-                    Err(RoomError::ShuttingDown)
+                    match reaching {
+                        // Its post-game stay is over: there is no room to reconnect to.
+                        Reaching::FinishedGame if unreachable => Err(RoomError::NotFound(
+                            "this game has ended and its room is closed",
+                        )),
+                        _ => {
+                            tracing::warn!(%error, "the owner of a game did not answer");
+                            Err(RoomError::ShuttingDown)
+                        }
+                    }
                 }
             };
             reply.send(outcome);

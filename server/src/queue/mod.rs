@@ -115,7 +115,10 @@ fn not_started_yet(id: Uuid, error: &AppError) {
 /// as it is.
 pub async fn start_matched_game(state: &AppState, id: Uuid) -> Result<(), AppError> {
     let room = live_room(state, id).await?;
-    match room.ask::<LobbyView>(Request::StartMatched).await {
+    let start = Request::StartMatched {
+        in_seat_order: false,
+    };
+    match room.ask::<LobbyView>(start).await {
         Ok(_) | Err(RoomError::LobbyNotOpen(_)) => Ok(()),
         Err(RoomError::Relayed { code, .. }) if code == "lobby_not_open" => Ok(()),
         Err(error) => Err(error.into()),

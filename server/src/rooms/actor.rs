@@ -36,6 +36,8 @@ use crate::metrics::Metrics;
 use crate::rooms::chat::{ChatWrite, MuteChange, RECENT_CHAT};
 use crate::rooms::error::RoomError;
 use crate::rooms::machine::{BotJob, Change, Decision, RoomMachine, StartDraw};
+use crate::rooms::registry::RoomOpener;
+use crate::rooms::rematch::{RematchLobby, RematchStep};
 use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
 use crate::rooms::writes::{self, Landing};
@@ -47,6 +49,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -159,6 +162,13 @@ enum Done {
     /// The chat entries stored after the room's last, read back after a chat write
     /// went wrong.
     ChatReadBack(Result<Vec<ChatEntryRow>, StoreError>),
+    /// A rematch's lobby, written (and started) or not.
+    Rematch {
+        formed: Box<RematchLobby>,
+        last_to_accept: u8,
+        outcome: Result<(), StoreError>,
+        reply: Reply,
+    },
 }
 
 /// Why a room stops before its game has ended.
@@ -174,6 +184,7 @@ pub struct Room {
     store: Store,
     metrics: Arc<Metrics>,
     bots: BotPool,
+    opener: RoomOpener,
     tenure: Tenure,
     updates: broadcast::Sender<Arc<Outgoing>>,
     /// A change written with an unknown outcome, to settle before the next write.
@@ -187,6 +198,8 @@ pub struct Room {
     waiting: VecDeque<Work>,
     /// Set when the room must stop once its operation in flight is done.
     stopping: Option<Stop>,
+    /// Set once the game has ended, for whoever holds the room's handle.
+    ended: Arc<AtomicBool>,
 }
 
 /// What a room needs besides its own rows.
@@ -196,6 +209,8 @@ pub struct RoomServices {
     pub metrics: Arc<Metrics>,
     pub bots: BotPool,
     pub settings: RoomSettings,
+    /// How a room has another opened (a rematch).
+    pub opener: RoomOpener,
 }
 
 impl Room {
@@ -212,11 +227,13 @@ impl Room {
     }
 
     fn around(machine: RoomMachine, services: RoomServices) -> Room {
+        let machine_ended = machine.ended();
         Room {
             machine,
             store: services.store,
             metrics: services.metrics,
             bots: services.bots,
+            opener: services.opener,
             tenure: Tenure::alone(),
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
             unconfirmed: None,
@@ -225,7 +242,13 @@ impl Room {
             in_flight: None,
             waiting: VecDeque::new(),
             stopping: None,
+            ended: Arc::new(AtomicBool::new(machine_ended)),
         }
+    }
+
+    /// Set once the game has ended: what the room's handle tells.
+    pub fn ended_flag(&self) -> Arc<AtomicBool> {
+        self.ended.clone()
     }
 
     /// The room's broadcast of updates: what its handle subscribes connections to, and
@@ -264,7 +287,7 @@ impl Room {
                     self.stop_now(stop);
                     break;
                 }
-                if self.machine.ended() {
+                if self.machine.done_with_post_game(now_millis()) {
                     self.drain(&mut requests).await;
                     break;
                 }
@@ -300,7 +323,11 @@ impl Room {
                     self.waiting.push_back(Work::BotAnswer(Box::new(job), answer));
                 }
                 _ = tokio::time::sleep(wakeup.unwrap_or_default()), if wakeup.is_some() => {
-                    self.machine.time_out(now_millis());
+                    let now = now_millis();
+                    self.machine.time_out(now);
+                    if let Some(expired) = self.machine.expire_rematch(now) {
+                        let _ = self.updates.send(expired);
+                    }
                 }
             }
         }
@@ -339,7 +366,10 @@ impl Room {
         if let Some(unconfirmed) = self.unconfirmed.take() {
             self.waiting.push_front(work);
             self.start_settling(unconfirmed);
-        } else if work.refuses_from_memory() && !self.tenure.trusted(self.id()) {
+        } else if work.refuses_from_memory()
+            && !self.machine.ended()
+            && !self.tenure.trusted(self.id())
+        {
             self.waiting.push_front(work);
             self.start_confirming();
         } else {
@@ -494,11 +524,12 @@ impl Room {
                 let decided = machine.start(&token_hash, draw, now);
                 self.write_or_refuse(decided, Waiter::Lobby(reply));
             }
-            R::StartMatched => {
-                let draw = StartDraw::random(machine.seats().len(), true);
+            R::StartMatched { in_seat_order } => {
+                let draw = StartDraw::random(machine.seats().len(), !in_seat_order);
                 let decided = machine.start_matched(draw, now);
                 self.write_or_refuse(decided, Waiter::Lobby(reply));
             }
+            R::Rematch { token_hash, accept } => self.answer_rematch(&token_hash, accept, reply),
             R::Leave { token_hash } => {
                 self.write_or_refuse(machine.leave(&token_hash), Waiter::Done(reply))
             }
@@ -631,6 +662,68 @@ impl Room {
         }));
     }
 
+    /// A seated person's answer to the rematch: announced at once, or, when it is the
+    /// last acceptance, the new lobby written and started before anyone is told.
+    fn answer_rematch(&mut self, token_hash: &str, accept: bool, reply: Reply) {
+        let last_to_accept = self.machine.seat_number(token_hash);
+        match self
+            .machine
+            .answer_rematch(token_hash, accept, now_millis())
+        {
+            Ok(RematchStep::Announce(update)) => {
+                let _ = self.updates.send(update);
+                reply.send(Ok(Answer::Done));
+            }
+            Ok(RematchStep::Form(formed)) => {
+                let (store, opener) = (self.store.clone(), self.opener.clone());
+                let last_to_accept = last_to_accept.unwrap_or_default();
+                self.in_flight = Some(Box::pin(async move {
+                    let outcome = store
+                        .create_seated_lobby(&formed.lobby, &formed.seats)
+                        .await;
+                    if outcome.is_ok() {
+                        // Written, it is the rematch whatever the start does: should it
+                        // fail, its creator can still start the full lobby.
+                        let (lobby, seats) = (formed.lobby.clone(), formed.seats.clone());
+                        if let Err(error) = opener.open_and_start(lobby, seats).await {
+                            tracing::warn!(%error, lobby = %formed.lobby.id, "a rematch did not start");
+                        }
+                    }
+                    Done::Rematch {
+                        formed,
+                        last_to_accept,
+                        outcome,
+                        reply,
+                    }
+                }));
+            }
+            Err(error) => reply.send(Err(error)),
+        }
+    }
+
+    fn finish_rematch(
+        &mut self,
+        formed: &RematchLobby,
+        last_to_accept: u8,
+        outcome: Result<(), StoreError>,
+        reply: Reply,
+    ) {
+        let now = now_millis();
+        match outcome {
+            Ok(()) => {
+                tracing::info!(rematch = %formed.lobby.id, "rematch agreed");
+                for update in self.machine.rematch_formed(Ok(formed), last_to_accept, now) {
+                    let _ = self.updates.send(update);
+                }
+                reply.send(Ok(Answer::Done));
+            }
+            Err(error) => {
+                self.machine.rematch_formed(Err(()), last_to_accept, now);
+                reply.send(Err(RoomError::from(error)));
+            }
+        }
+    }
+
     /// Starts reading the chat entries stored after `after`.
     fn start_chat_read_back(&mut self, after: u64) {
         let (store, game) = (self.store.clone(), self.id());
@@ -707,6 +800,12 @@ impl Room {
             Done::ChatReadBack(Err(error)) => {
                 self.refuse_waiting_chat(RoomError::from(error));
             }
+            Done::Rematch {
+                formed,
+                last_to_accept,
+                outcome,
+                reply,
+            } => self.finish_rematch(&formed, last_to_accept, outcome, reply),
             Done::RatingsRead(Ok(changes)) => self.announce_ratings(changes),
             Done::RatingsRead(Err(error)) => {
                 // Stored all the same: the match and the event log have them.
@@ -830,6 +929,11 @@ impl Room {
 
     /// Another node decides the game now, or this node cannot prove it still does.
     fn lose_game(&mut self) {
+        if self.machine.ended() {
+            // A finished game has no lease left to lose: its moves can no longer change,
+            // and its chat and rematch are written under keys of their own.
+            return;
+        }
         if self.stopping != Some(Stop::LeaseLost) {
             tracing::warn!("this node no longer owns the game; unloading");
         }
@@ -929,6 +1033,9 @@ impl Room {
         }
         self.retry_at = None;
         let update = self.machine.apply(change, now_millis());
+        if self.machine.ended() {
+            self.ended.store(true, Ordering::Relaxed);
+        }
         // Nobody listening is fine: the machine also keeps the update for catch-ups.
         let _ = self.updates.send(update);
     }

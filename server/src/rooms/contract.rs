@@ -34,9 +34,13 @@ pub enum Request {
         token_hash: String,
         randomize_seats: bool,
     },
-    /// Starts a full lobby the quick-play queue formed (no creator's token): answered
-    /// with the started game's lobby.
-    StartMatched,
+    /// Starts a full lobby the quick-play queue or a rematch formed (no creator's
+    /// token): answered with the started game's lobby. The queue's seats are shuffled; a
+    /// rematch's are kept in the order it wrote them.
+    StartMatched {
+        #[serde(default)]
+        in_seat_order: bool,
+    },
     Cancel {
         token_hash: String,
     },
@@ -105,6 +109,12 @@ pub enum Request {
         chat_seq: u64,
         /// The message as the store holds it (a room keeps only the newest entries).
         stored: ChatEntry,
+    },
+    /// A seated person offers or accepts a rematch of the finished game (`accept`), or
+    /// declines the offer waiting.
+    Rematch {
+        token_hash: String,
+        accept: bool,
     },
     /// A move: answered with the `seq` it was written at.
     Command {

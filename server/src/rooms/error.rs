@@ -59,6 +59,8 @@ pub enum RoomError {
     ChatRateLimited,
     #[error("to write in the spectators' chat, say hello with a player_id and player_secret")]
     SpectatorUnknown,
+    #[error("{0}")]
+    RematchUnavailable(&'static str),
     /// Nothing was changed: the database did not answer.
     #[error("the database is unavailable; nothing was changed, try again")]
     StorageUnavailable,

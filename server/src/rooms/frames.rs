@@ -7,11 +7,13 @@ use crate::rooms::chat::{Author, ChatEntry};
 use crate::rooms::machine::events::UpdateEvent;
 use crate::rooms::moves::LegalMoves;
 use crate::rooms::patch::Operation;
+use crate::rooms::rematch::RematchStatus;
 use crate::rooms::view::PublicState;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::sync::Arc;
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 /// A frame for every connection of a room. The player to move gets theirs with their
 /// legal moves.
@@ -74,6 +76,31 @@ pub enum RoomFrame {
     /// sent (the whole list, after each change).
     ChatMutes {
         muted: Vec<Author>,
+    },
+    /// Where the finished game's rematch stands (see `docs/protocol.md`, "Rematch"): an
+    /// offer and its answers so far, or how it ended.
+    Rematch {
+        status: RematchStatus,
+        /// Who offered (`offered`, `expired`, `agreed`) or declined (`declined`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        by: Option<u8>,
+        /// The seats that accepted (the offerer among them).
+        accepted: Vec<u8>,
+        /// The seats still to answer.
+        waiting_for: Vec<u8>,
+        /// When an offer waiting for answers expires, Unix milliseconds.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expires_at: Option<i64>,
+        /// The new game, once agreed (already started).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lobby: Option<Uuid>,
+    },
+    /// To one seat's connections once a rematch is agreed: the seat its player holds in
+    /// the new game, and the seat token to play it (shown only here).
+    RematchSeat {
+        lobby: Uuid,
+        seat: u8,
+        token: String,
     },
     Shutdown {
         message: String,

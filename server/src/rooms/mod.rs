@@ -19,6 +19,7 @@ pub mod outcome;
 pub mod outgoing;
 pub mod patch;
 pub mod registry;
+pub mod rematch;
 pub mod tenure;
 pub mod view;
 pub mod writes;
@@ -30,6 +31,7 @@ use carcassonne_store::ChatPolicy;
 pub use contract::{Answer, Expected, JoinedSeat, Request, Welcomed};
 pub use outgoing::{Outgoing, Text};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use uuid::Uuid;
@@ -82,6 +84,10 @@ pub struct RoomSettings {
     pub stand_in_think: Duration,
     /// The pools whose rated lobbies may seat bots.
     pub rated_bot_pools: RatedBotPools,
+    /// How long a finished game's room stays for its players (post-game chat, rematch).
+    pub post_game: Duration,
+    /// How long a rematch offer waits for every player's answer.
+    pub rematch_offer: Duration,
 }
 
 impl Default for RoomSettings {
@@ -92,6 +98,8 @@ impl Default for RoomSettings {
             stand_in_bot: BotLevel::Greedy,
             stand_in_think: Duration::from_millis(200),
             rated_bot_pools: RatedBotPools::default(),
+            post_game: Duration::from_secs(120),
+            rematch_offer: Duration::from_secs(60),
         }
     }
 }
@@ -115,6 +123,8 @@ pub struct RoomHandle {
     /// its connections learn that it did.
     updates: broadcast::WeakSender<Arc<Outgoing>>,
     remote: bool,
+    /// Set by the room once its game has ended (it stays a while after a finish).
+    ended: Arc<AtomicBool>,
 }
 
 impl RoomHandle {
@@ -128,7 +138,19 @@ impl RoomHandle {
             sender,
             updates: updates.downgrade(),
             remote: false,
+            ended: Arc::default(),
         }
+    }
+
+    /// The same handle, telling whether the room's game has ended by `ended`.
+    pub fn ending_with(self, ended: Arc<AtomicBool>) -> RoomHandle {
+        RoomHandle { ended, ..self }
+    }
+
+    /// Whether the room's game has ended: a finished game's room stays a while for its
+    /// players, holding no lease (cluster mode) and deciding nothing of the game.
+    pub fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Relaxed)
     }
 
     /// A handle to a stand-in that relays to the node owning the game (cluster mode).

@@ -8,12 +8,14 @@
 use crate::metrics::Metrics;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::{Room, RoomServices};
-use carcassonne_store::Store;
+use crate::rooms::error::RoomError;
+use carcassonne_store::{LobbyRow, SeatRow, Store};
 use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -96,7 +98,7 @@ impl RoomRegistry {
     pub fn spawn_room(&self, room: Room) -> RoomHandle {
         let id = room.id();
         let (sender, requests) = mpsc::channel(ROOM_QUEUE);
-        let handle = RoomHandle::new(id, sender, room.updates());
+        let handle = RoomHandle::new(id, sender, room.updates()).ending_with(room.ended_flag());
         self.insert(handle.clone());
         self.metrics().live_rooms.inc();
         let (registry, registered) = (self.clone(), handle.clone());
@@ -119,5 +121,51 @@ impl RoomRegistry {
         self.rooms
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// How long a room waits for the room it asked for to start.
+const OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// How a room asks this node to open and start another room (a rematch's): a channel to
+/// the node's task that holds the registry and the cluster (`crate::rematches`), so that
+/// no room holds the registry it is part of.
+#[derive(Clone, Debug, Default)]
+pub struct RoomOpener(Option<mpsc::UnboundedSender<OpenOrder>>);
+
+/// A full lobby, written already, to open and start in its seats' order.
+#[derive(Debug)]
+pub struct OpenOrder {
+    pub lobby: LobbyRow,
+    pub seats: Vec<SeatRow>,
+    pub started: oneshot::Sender<Result<(), RoomError>>,
+}
+
+impl RoomOpener {
+    pub fn channel() -> (RoomOpener, mpsc::UnboundedReceiver<OpenOrder>) {
+        let (orders, received) = mpsc::unbounded_channel();
+        (RoomOpener(Some(orders)), received)
+    }
+
+    /// Opens the lobby's room and starts its game; an opener of no node (a unit test's)
+    /// refuses.
+    pub async fn open_and_start(
+        &self,
+        lobby: LobbyRow,
+        seats: Vec<SeatRow>,
+    ) -> Result<(), RoomError> {
+        let orders = self.0.as_ref().ok_or(RoomError::Internal)?;
+        let (started, outcome) = oneshot::channel();
+        let order = OpenOrder {
+            lobby,
+            seats,
+            started,
+        };
+        orders.send(order).map_err(|_| RoomError::ShuttingDown)?;
+        match tokio::time::timeout(OPEN_WAIT, outcome).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_)) => Err(RoomError::ShuttingDown),
+            Err(_) => Err(RoomError::StorageUnavailable),
+        }
     }
 }

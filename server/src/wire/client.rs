@@ -47,17 +47,21 @@ pub enum ClientMessage {
     Mute { author: Author, muted: bool },
     /// The lobby's creator changes who may write in the chat.
     ChatPolicy { chat: ChatPolicy },
+    /// Once the game has finished, a seated player offers a rematch or accepts the offer
+    /// waiting (`accept: true`), or declines it (`false`).
+    Rematch { accept: bool },
     /// An application-level ping for clients that cannot send WebSocket pings.
     Ping,
 }
 
-const CLIENT_TYPES: [&str; 7] = [
+const CLIENT_TYPES: [&str; 8] = [
     "hello",
     "command",
     "resync",
     "say",
     "mute",
     "chat_policy",
+    "rematch",
     "ping",
 ];
 

@@ -59,7 +59,7 @@ impl ConnectionFrame {
 }
 
 /// The order `docs/protocol.md` lists the frames in, which the schema keeps.
-const FRAME_ORDER: [&str; 12] = [
+const FRAME_ORDER: [&str; 14] = [
     "welcome",
     "snapshot",
     "update",
@@ -70,6 +70,8 @@ const FRAME_ORDER: [&str; 12] = [
     "presence",
     "chat",
     "chat_mutes",
+    "rematch",
+    "rematch_seat",
     "pong",
     "shutdown",
 ];

@@ -107,7 +107,7 @@ impl RoomMachine {
         self.remember(&row, &events);
         self.log.push(row);
         if let Some(result) = &result {
-            self.finish(result);
+            self.finish(result, now);
         }
         announced.extend(events.iter().map(event_json));
         self.publish_move(announced, now)
@@ -175,17 +175,18 @@ impl RoomMachine {
             *slot = row;
         }
         if let Some(result) = result {
-            self.finish(result);
+            self.finish(result, now);
         }
         tracing::info!(seat, ?reason, "seat changed");
         self.publish(events, None, now)
     }
 
-    pub(super) fn finish(&mut self, result: &FinishedMatch) {
+    pub(super) fn finish(&mut self, result: &FinishedMatch, now: Millis) {
         self.outcome = Some(Ending::of(result));
         self.lobby.status = LobbyStatus::Finished;
         self.lobby.finished_at = Some(result.finished_at);
         self.ended = true;
+        self.begin_post_game(now);
         if let Some(clocks) = self.clocks.as_mut() {
             clocks.stop();
         }

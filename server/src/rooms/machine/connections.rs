@@ -31,6 +31,7 @@ impl RoomMachine {
         }
         let mut catch_up = self.catch_up(token_hash, last_seq, now);
         catch_up.extend(self.chat_catch_up(token_hash, last_chat_seq));
+        catch_up.extend(self.rematch.catch_up(seat));
         Ok(Joined {
             seat,
             catch_up,

@@ -20,6 +20,7 @@ use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent}
 use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
 use crate::rooms::patch::patch_between;
+use crate::rooms::rematch::Rematch;
 use crate::rooms::view::{ClockSource, PublicState, legal_moves, public_state};
 use crate::rooms::{Outgoing, RoomSettings, Text};
 use carcassonne_bots::BotLevel;
@@ -39,6 +40,7 @@ mod apply;
 mod connections;
 pub mod events;
 pub mod history;
+mod post_game;
 mod talk;
 mod timers;
 
@@ -251,6 +253,10 @@ pub struct RoomMachine {
     ended: bool,
     /// The game's chat, numbered apart from `seq`.
     chat: ChatLog,
+    /// Once the game has finished: the offer to play again.
+    rematch: Rematch,
+    /// Once the game has finished: until when the room stays for its players.
+    post_game_until: Option<Millis>,
 }
 
 impl RoomMachine {
@@ -279,6 +285,8 @@ impl RoomMachine {
             reclaims: Vec::new(),
             settings,
             ended: false,
+            rematch: Rematch::default(),
+            post_game_until: None,
         }
     }
 

@@ -115,13 +115,14 @@ impl RoomMachine {
             .collect()
     }
 
-    /// Chat is open while the game is played: seats are numbered for good only once it
-    /// starts, and an ended room stops.
+    /// Chat is open while the game is played and while its room stays after the end
+    /// ("good game"): seats are numbered for good only once it starts, and a cancelled
+    /// lobby's room stops at once.
     fn require_chat_open(&self) -> Result<(), RoomError> {
         match self.lobby.status {
-            LobbyStatus::Playing => Ok(()),
+            LobbyStatus::Playing | LobbyStatus::Finished => Ok(()),
             LobbyStatus::Open => Err(RoomError::GameNotStarted),
-            LobbyStatus::Finished | LobbyStatus::Cancelled => Err(RoomError::GameOver),
+            LobbyStatus::Cancelled => Err(RoomError::GameOver),
         }
     }
 }

@@ -11,6 +11,7 @@ impl RoomMachine {
             LobbyStatus::Playing if self.human_to_move() && !self.turn_timed_out() => {
                 self.clocks.as_ref()?.deadline()
             }
+            LobbyStatus::Finished => self.post_game_wakeup(),
             _ => None,
         }
     }
