@@ -215,6 +215,9 @@ async fn restore_rooms(state: &AppState, take_over_from_cluster: bool) -> Result
     let asked = BootTime::now();
     match &state.cluster {
         Some(cluster) => {
+            // Restarted under its old name, this node has none of its finished games'
+            // post-game rooms up: other nodes must not send their visitors here.
+            state.store.release_finished_games(&cluster.node).await?;
             let held = state
                 .store
                 .renew_leases(&cluster.node, cluster.lease_ttl)

@@ -205,6 +205,19 @@ impl SqlStore<sqlx::Postgres> {
         Ok(host)
     }
 
+    /// Forgets that `node` owned any finished game: a node that starts has no room up
+    /// for any of them. Live games keep their owner (the node restores them).
+    pub(crate) async fn release_finished_games(&self, node: &str) -> Result<u64, StoreError> {
+        check_node(node)?;
+        let released = sqlx::query(
+            "UPDATE lobbies SET owner_node = NULL WHERE owner_node = $1 AND status = 'finished'",
+        )
+        .bind(node)
+        .execute(self.pool())
+        .await?;
+        Ok(released.rows_affected())
+    }
+
     /// Live games with no owner, or whose owner's lease lapsed (or who left no row),
     /// oldest first. The live games of the partial index `lobbies_owner_node` are joined
     /// with the few rows of `cluster_nodes`.

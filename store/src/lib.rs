@@ -939,6 +939,13 @@ impl Store {
         on_postgres!(self, "finished_game_host", db => db.finished_game_host(game))
     }
 
+    /// Forgets that `node` owned any finished game, so that no other node sends a visitor
+    /// of one to it: what a node does as it starts, with no post-game room up (it may
+    /// have crashed in one's stay). Returns how many it released. Postgres only.
+    pub async fn release_finished_games(&self, node: &str) -> Result<u64, StoreError> {
+        on_postgres!(self, "release_finished_games", db => db.release_finished_games(node))
+    }
+
     /// Live games with no owner or a lapsed lease, oldest first, at most `limit`.
     ///
     /// Oldest means created first, as [`Store::live_games`] orders them. These are the

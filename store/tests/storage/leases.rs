@@ -193,6 +193,20 @@ async fn a_finished_game_is_hosted_by_its_last_owner_while_that_node_lives() {
         // Released once its room stops, it has no host.
         store.release_lease(id, "a").await.unwrap();
         assert_eq!(store.finished_game_host(id).await.unwrap(), None);
+        // A node that starts again forgets its finished games, and only those.
+        let live = playing_game(store, &[seat(0, "Cy", None), seat(1, "Di", None)]).await;
+        assert!(store.acquire_lease(live.id, "a", LONG).await.unwrap());
+        context
+            .execute(&format!(
+                "UPDATE lobbies SET owner_node = 'a' WHERE id = '{id}'"
+            ))
+            .await;
+        assert_eq!(store.release_finished_games("a").await.unwrap(), 1);
+        assert_eq!(store.finished_game_host(id).await.unwrap(), None);
+        assert_eq!(
+            store.lease_holder(live.id).await.unwrap(),
+            holder(Some("a"), false)
+        );
         assert_eq!(
             store.finished_game_host(Uuid::new_v4()).await.unwrap(),
             None
@@ -532,6 +546,7 @@ async fn sqlite_refuses_a_node_name_and_leases() {
     assert!(config(store.release_lease(game.id, "a").await));
     assert!(config(store.lease_holder(game.id).await.map(drop)));
     assert!(config(store.finished_game_host(game.id).await.map(drop)));
+    assert!(config(store.release_finished_games("a").await.map(drop)));
     assert!(config(store.orphaned_games(10).await.map(drop)));
     // The game itself is written as ever.
     store
