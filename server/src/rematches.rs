@@ -9,6 +9,7 @@ use crate::rooms::error::RoomError;
 use crate::rooms::registry::OpenOrder;
 use crate::rooms::view::LobbyView;
 use crate::state::AppState;
+use carcassonne_store::{LobbyRow, SeatRow};
 use tokio::sync::mpsc;
 
 /// Opens and starts every room asked for until shutdown.
@@ -29,8 +30,8 @@ pub async fn open_rematches(state: AppState, mut orders: mpsc::UnboundedReceiver
 
 async fn open_and_start(
     state: &AppState,
-    lobby: carcassonne_store::LobbyRow,
-    seats: Vec<carcassonne_store::SeatRow>,
+    lobby: LobbyRow,
+    seats: Vec<SeatRow>,
 ) -> Result<(), RoomError> {
     let id = lobby.id;
     let room = Room::open(lobby, seats, state.rooms.services.clone());

@@ -118,7 +118,9 @@ impl Keeper {
 
 /// Gives up a game's lease as soon as its room stops here (a shutdown, a panic), so that
 /// another node takes it over at once rather than when the lease would lapse. A room
-/// that stopped because it lost its lease, or ended, has no lease left to give.
+/// that stopped because it lost its lease has no lease left to give; a finished game's,
+/// at the end of its post-game stay, gives the game up so that no other node sends its
+/// late visitors here (`finished_game_host`).
 pub async fn release_when_stopped(store: Store, cluster: Cluster, room: RoomHandle) {
     room.closed().await;
     if let Err(error) = store.release_lease(room.id, &cluster.node).await {

@@ -56,13 +56,7 @@ pub async fn relay(
                     // A room that closes for a shutdown or a lost lease said so; one that
                     // stopped otherwise (a panic) leaves a game that lives on elsewhere.
                     if !closing {
-                        let end = end_of(&store, id).await;
-                        if matches!(end, Published::Ended) {
-                            // The game's room is closed for good: other nodes must no
-                            // longer send its late visitors here (see `finished_game_host`).
-                            let _ = store.release_lease(id, &cluster.node).await;
-                        }
-                        publish(&cluster, id, &end).await;
+                        publish(&cluster, id, &end_of(&store, id).await).await;
                     }
                     break;
                 }
