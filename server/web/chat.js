@@ -264,15 +264,19 @@ export class ChatPanel {
     this.sendButton.disabled = !!reason;
     this.inputLabel.textContent = player ? "Message to the players" : "Message to the spectators";
     this.hint.textContent = reason || (c.chatPolicy ? `Who may write now: ${POLICY_WORDS[c.chatPolicy]}.` : "");
-    this.registerForm.hidden = !(c.role === "spectator" && !c.identity && c.state.status === "playing" && c.chatPolicy === "all");
+    this.registerForm.hidden = !(c.role === "spectator" && !c.identity && ["playing", "finished"].includes(c.state.status) && c.chatPolicy === "all");
     this.errorLine.textContent = this.error || "";
   }
 
   /** Why this reader cannot write in the tab shown, or null when they can. */
   blocked(c) {
     const player = c.role === "player";
-    if (c.state.status !== "playing") return "The game is over: the chat is closed.";
-    if (!c.online) return "Not connected: the chat comes back with the connection.";
+    const status = c.state.status;
+    if (status === "open") return "The chat opens when the game starts.";
+    // A finished game's room stays a while for "good game" and a rematch; the chat
+    // closes with it (the client does not reconnect to a finished game).
+    if (status !== "playing" && status !== "finished") return "The game is over: the chat is closed.";
+    if (!c.online) return status === "finished" ? "The game's room has closed, and its chat with it." : "Not connected: the chat comes back with the connection.";
     if (player && this.tab === "spectators") return "This is the spectators' chat: players write in the Players tab.";
     if (c.chatPolicy === "off") return "The chat is off: nobody may write.";
     if (!player && c.chatPolicy === "players") return "Only the players may write now.";

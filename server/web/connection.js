@@ -13,7 +13,9 @@ export class GameConnection {
   /**
    * `listener` gets `change(connection)` after every change of state or legal moves,
    * `events(events, seq)` for the events of each update, `notice(text)` for errors,
-   * `chat(frame)` for each chat entry, `chatMutes(list)` and `chatError(error)`.
+   * `chat(frame)` for each chat entry, `chatMutes(list)` and `chatError(error)`;
+   * `rematch(frame)` for where a finished game's rematch stands, `rematchSeat(frame)`
+   * for this seat's place in the agreed rematch, `rematchError(error)` for a refusal.
    * `identity` ({id, secret}) lets a spectator write in the spectators' chat; `chatSeq`
    * is the last chat entry the page already holds (from an earlier connection).
    */
@@ -40,6 +42,10 @@ export class GameConnection {
     this.welcomes = 0;
     this.commandCount = 0;
     this.deadlineAt = null;
+    /** The last `rematch` frame heard (the server repeats it to a new connection). */
+    this.rematch = null;
+    /** This seat's `rematch_seat`, once the rematch is agreed. */
+    this.rematchSeat = null;
     this.open();
   }
 
@@ -176,6 +182,18 @@ export class GameConnection {
     this.listener.chatMutes?.(this.mutes);
   }
 
+  on_rematch(message) {
+    this.rematch = message;
+    this.listener.rematch?.(message);
+    this.listener.change(this);
+  }
+
+  on_rematch_seat(message) {
+    this.rematchSeat = message;
+    this.listener.rematchSeat?.(message);
+    this.listener.change(this);
+  }
+
   on_rejected(message) {
     this.listener.notice("Move refused: " + message.error.message);
   }
@@ -183,6 +201,10 @@ export class GameConnection {
   on_error(message) {
     if (CHAT_ERRORS.includes(message.error.code) && this.listener.chatError) {
       this.listener.chatError(message.error);
+      return;
+    }
+    if (message.error.code === "rematch_unavailable" && this.listener.rematchError) {
+      this.listener.rematchError(message.error);
       return;
     }
     if (message.error.code === "bad_player_secret" && this.identity) {
@@ -233,6 +255,11 @@ export class GameConnection {
   /** The creator's change of who may write: `all`, `players` or `off`. */
   setChatPolicy(chat) {
     this.send({ type: "chat_policy", chat });
+  }
+
+  /** Offers a rematch or accepts the offer waiting (`true`), or declines it (`false`). */
+  answerRematch(accept) {
+    this.send({ type: "rematch", accept });
   }
 
   /** Sends `move`, decided on the state at our seq; the legal moves are spent by it. */

@@ -1,6 +1,6 @@
 // The game view: a lobby's seats and actions before the start, then the board, the
 // drawn tile, the legal moves the server sent, scores, figures, clocks, the event log and
-// the chat.
+// the chat; once it has finished, the rematch.
 // It holds no rules: every legal cell, rotation and spot shown comes from `legal_moves`.
 
 import { api, heldSeat, holdSeat, dropSeat, inviteOf, rememberInvite, playerName, rememberName, ensureIdentity, identity, seatedAs } from "./api.js";
@@ -58,6 +58,9 @@ export class GameView {
       chatMutes: () => this.chat.render(),
       chatError: (error) => this.chat.showError(error),
       badIdentity: () => this.chat.showError({ code: "bad_player_secret", message: "This browser's player identity was refused; you can read the chat but not write." }),
+      rematch: (frame) => this.rematchHeard(frame),
+      rematchSeat: (frame) => this.rematchSeatHeard(frame),
+      rematchError: (error) => this.rematchRefused(error),
     };
     this.connection?.close();
     // A new connection (after joining, or registering to chat) resumes the chat we hold.
@@ -136,7 +139,9 @@ export class GameView {
 
   refocus(key) {
     const again = key && this.panel.querySelector(key);
-    const next = again || this.panel.querySelector("[data-action=start]:not([disabled]), [data-action=place]:not([disabled]), [data-action=confirm], [data-move], [data-action=pass], [data-action=add-bot], h2");
+    // An answered rematch takes its buttons away: stay in the rematch block, at its heading.
+    const rematch = key?.includes("rematch-") && this.panel.querySelector(".rematch h3");
+    const next = again || rematch || this.panel.querySelector("[data-action=start]:not([disabled]), [data-action=place]:not([disabled]), [data-action=confirm], [data-move], [data-action=pass], [data-action=add-bot], h2");
     next?.focus({ preventScroll: true });
   }
 
@@ -152,6 +157,7 @@ export class GameView {
       state.game ? this.controls() : null,
       state.game ? this.players() : null,
       state.game?.result ? this.result() : null,
+      state.status === "finished" ? this.rematchParts() : null,
       state.status === "cancelled" ? h("p", { class: "result" }, "This lobby was cancelled.") : null,
       state.game && state.game.turn ? remainingList(this.tiles, state.rules, state.game) : null,
       state.status === "playing" && this.connection.role === "player" ? this.leaveControls() : null,
@@ -359,6 +365,7 @@ export class GameView {
   }
 
   tick() {
+    if (this.rematchClock) this.rematchClock.textContent = this.rematchTimeLeft();
     if (!this.clocks) return;
     for (const [seat, element] of this.clocks) {
       const text = this.clockOf(seat);
@@ -457,6 +464,99 @@ export class GameView {
   async leaveGame(action) {
     this.confirming = null;
     await this.act("POST", "/" + action, {});
+  }
+
+  // ---- the rematch ----
+
+  /**
+   * Once the game has finished: where the rematch stands, what the viewer may do about
+   * it (offer; accept or decline an offer waiting for them), and the way to the new game
+   * once agreed. Buttons need the room, which stays a while after the end: not offered
+   * once the connection is gone.
+   */
+  rematchParts() {
+    const c = this.connection;
+    const frame = c.rematch;
+    const seated = c.role === "player" && c.online;
+    this.rematchClock = null;
+    const parts = [];
+    if (frame) parts.push(h("p", { class: "rematch-status" }, this.rematchWords(frame)));
+    if (frame?.status === "offered") {
+      this.rematchClock = h("p", { class: "rematch-expiry", role: "timer" }, this.rematchTimeLeft());
+      parts.push(this.rematchClock);
+      if (seated && frame.waiting_for.includes(c.seat)) {
+        parts.push(h("div", { class: "rematch-actions" },
+          h("button", { type: "button", class: "primary", "data-action": "rematch-accept", onclick: () => this.answerRematch(true) }, "Accept the rematch"),
+          h("button", { type: "button", "data-action": "rematch-decline", onclick: () => this.answerRematch(false) }, "Decline")));
+      }
+    }
+    if (frame?.status === "agreed") parts.push(this.rematchLink(frame.lobby));
+    if (seated && (!frame || frame.status === "declined" || frame.status === "expired")) {
+      parts.push(h("div", { class: "rematch-actions" },
+        h("button", { type: "button", class: "primary", "data-action": "rematch-offer", onclick: () => this.answerRematch(true) }, "Offer a rematch")));
+    }
+    if (this.rematchError) parts.push(h("p", { class: "notice" }, this.rematchError));
+    if (!parts.length) return null;
+    return h("div", { class: "rematch", role: "group", "aria-labelledby": "rematch-heading" }, h("h3", { id: "rematch-heading", tabindex: "-1" }, "Rematch"), parts);
+  }
+
+  /** Where a rematch frame leaves things, in words, naming the seats as the state does. */
+  rematchWords({ status, by, accepted, waiting_for: waiting }) {
+    const c = this.connection;
+    // Names stay as their players wrote them; only "you" starts a sentence with a capital.
+    const who = (seat, first = false) => (c.role === "player" && seat === c.seat ? (first ? "You" : "you") : this.name(seat));
+    if (status === "declined") return `${who(by, true)} declined the rematch.`;
+    if (status === "expired") return "The rematch offer expired.";
+    if (status === "agreed") return "Rematch agreed: the new game has started.";
+    const others = accepted.filter((seat) => seat !== by);
+    return [`${who(by, true)} offered a rematch.`, others.length ? `${names(others.map((seat, index) => who(seat, index === 0)))} accepted.` : null, `Waiting for ${names(waiting.map((seat) => who(seat)))}.`].filter(Boolean).join(" ");
+  }
+
+  /** The time left to answer the offer waiting, by this device's clock. */
+  rematchTimeLeft() {
+    const left = (this.connection.rematch?.expires_at ?? 0) - Date.now();
+    return left > 0 ? `Time to answer: ${clockText(left)}` : "The offer is about to expire.";
+  }
+
+  /** The link to the agreed rematch: to play it with the seat held there, else to watch it. */
+  rematchLink(lobby) {
+    const { state } = this.connection;
+    const seat = heldSeat(lobby);
+    const invite = !seat && !state.public && this.invite ? `?invite=${this.invite}` : "";
+    return h("p", {}, h("a", { href: `#/game/${lobby}${invite}`, "data-action": "rematch-open" }, seat ? "Play the rematch" : "Watch the rematch"));
+  }
+
+  answerRematch(accept) {
+    // Having offered or answered here, the agreement opens the new game (rematchSeatHeard).
+    this.rematchFollowed = true;
+    this.rematchError = null;
+    this.connection.answerRematch(accept);
+    this.render();
+  }
+
+  rematchHeard(frame) {
+    this.rematchError = null;
+    if (frame.status === "offered") this.rematchFollowed = true;
+    announce(this.rematchWords(frame));
+  }
+
+  /**
+   * This seat's place in the agreed rematch: its token is kept, so that the new game
+   * opens as a player. The page goes there at once when it followed the offer; one that
+   * learns of an old agreement on connecting (Back from the new game, a reload) stays,
+   * showing the link, or Back would lead straight forward again.
+   */
+  rematchSeatHeard({ lobby, seat, token }) {
+    holdSeat(lobby, { token, seat });
+    rememberInvite(lobby, this.invite);
+    if (this.rematchFollowed) location.hash = `#/game/${lobby}`;
+  }
+
+  rematchRefused(error) {
+    // The server's messages start lower case and end without a full stop.
+    this.rematchError = error.message.charAt(0).toUpperCase() + error.message.slice(1) + ".";
+    announce(this.rematchError);
+    this.render();
   }
 
   // ---- the lobby ----

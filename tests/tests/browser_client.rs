@@ -3,8 +3,8 @@
 //! the last move, the clocks, the tiles to come, the final table, the replay); the
 //! details of play by mouse and keyboard on a desktop (turning the chosen tile, arrow
 //! keys on the board, the log after a reload and for a late spectator, notices that go
-//! away); aborting; quick play (waiting, cancelling, the matched game); and axe-core's
-//! WCAG 2.2 AA rules on every page at both sizes.
+//! away); aborting; quick play (waiting, cancelling, the matched game); a rematch
+//! against a bot; and axe-core's WCAG 2.2 AA rules on every page at both sizes.
 //!
 //! Screenshots are saved under `target/browser-screenshots/` as a gallery a person can
 //! look at (`phone-*`): the start, the figure step, the last move, the final table and
@@ -560,6 +560,90 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
     page.click("button[data-action=confirm-abort]").await;
     page.wait_until("window.carcassonne.connection.state.status === 'cancelled'")
         .await;
+}
+
+/// A short game against a bot, then its rematch on a phone: at the end the player is
+/// offered a rematch, below the board and clear of it, and the page passes axe-core; a
+/// tap agrees at once (the bot needs no asking) and opens the new game, already started,
+/// where this browser holds its new seat: the seats turn by one, so the bot begins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_game_against_a_bot_offer_a_rematch_opens_the_new_game_as_a_player() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut stage) = Stage::start_or_skip().await else {
+        return;
+    };
+    let base = stage.base.clone();
+    let page = stage.driver.open(390, 844).await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: Some("4"),
+        expansions: &[],
+        turn_clock: false,
+        rated: false,
+    };
+    let game = create_lobby(&page, &base, &lobby).await;
+    add_bot_and_start(&page).await;
+    let old_seat = page.eval("window.carcassonne.connection.seat").await;
+    play_by_keyboard(&page, usize::MAX).await;
+
+    let offer = "button[data-action=rematch-offer]";
+    page.wait_for(offer).await;
+    let words = page
+        .eval(&format!("document.querySelector('{offer}').textContent"))
+        .await;
+    assert_eq!(words, "Offer a rematch");
+    let apart = page
+        .eval("(() => { const a = document.querySelector('.board-area').getBoundingClientRect(), r = document.querySelector('.rematch').getBoundingClientRect();
+            return r.top >= a.bottom || r.bottom <= a.top || r.left >= a.right || r.right <= a.left; })()")
+        .await;
+    assert_eq!(apart, Value::Bool(true), "the rematch covers the board");
+    page.wait_for(".score-table").await;
+    page.assert_accessible("finished game with the rematch offer, phone")
+        .await;
+
+    page.tap_on(offer).await;
+    let hash = page
+        .wait_until(&format!(
+            "location.hash.startsWith('#/game/') && location.hash !== '#/game/{game}' && location.hash"
+        ))
+        .await;
+    let rematch = hash
+        .as_str()
+        .expect("a hash")
+        .trim_start_matches("#/game/")
+        .to_owned();
+    page.wait_until(&format!(
+        "window.carcassonne.view.gameId === '{rematch}' && window.carcassonne.connection.role === 'player' && window.carcassonne.connection.state?.status === 'playing'"
+    ))
+    .await;
+    page.wait_for("svg.board use.tile").await;
+    let state = page.state().await;
+    assert_eq!(state["id"], rematch.as_str(), "{state}");
+    let seat = page.eval("window.carcassonne.connection.seat").await;
+    let held = page
+        .eval(&format!(
+            "JSON.parse(localStorage.getItem('seat:{rematch}'))"
+        ))
+        .await;
+    assert_eq!(held["seat"], seat, "the seat held is not the seat played");
+    assert_eq!(
+        seat.as_u64(),
+        old_seat.as_u64().map(|old| (old + 1) % 2),
+        "the seats did not turn"
+    );
+    let mine = &state["seats"][seat.as_u64().unwrap() as usize];
+    assert_eq!(mine["name"], "ann", "{state}");
+    let bot = &state["seats"][(seat.as_u64().unwrap() as usize + 1) % 2];
+    assert!(bot["bot"].is_string(), "the bot was not kept: {state}");
+    let shown = page
+        .wait_until("document.querySelector('.panel .connection')?.textContent")
+        .await;
+    assert!(
+        shown.as_str().unwrap().starts_with("You play"),
+        "the new game shows {shown}"
+    );
+    page.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

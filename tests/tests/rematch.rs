@@ -1,5 +1,6 @@
 //! Rematch end to end, on one node (SQLite) and across two nodes (Postgres and NATS),
-//! over real sockets: no offer before the end, and none from a spectator; an offer
+//! over real sockets: the players still chat after the end; no offer before the end,
+//! and none from a spectator; an offer
 //! nobody answers expires; a declined offer ends for everyone and opens nothing; an
 //! accepted one opens and starts a new game with the same players, seats rotated, and
 //! tells each seat (and only that seat) its new token, which plays; a game against a bot
@@ -67,7 +68,14 @@ async fn rematch_a_game(home: &TestServer, away: &TestServer) {
     let mut second = WsClient::join(&away.ws_url(&game), Some(&table.seats[1].token), None).await;
     let mut watcher = table.spectator.take().expect("the table's spectator");
 
-    // A spectator has no say.
+    // The room stays after the end: the players can still say "good game".
+    first
+        .send(json!({"type": "say", "text": "good game"}))
+        .await;
+    let heard = second.next_of("chat").await;
+    assert_eq!(heard["entry"]["text"], "good game", "{heard}");
+
+    // A spectator has no say in the rematch.
     watcher.send(rematch(true)).await;
     assert_eq!(error_code(&mut watcher).await, "not_a_player");
     // Declining with no offer made is refused.
