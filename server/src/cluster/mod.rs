@@ -25,6 +25,8 @@ use crate::rooms::actor::Room;
 use crate::rooms::error::RoomError;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::{BootTime, NodeLease, Tenure};
+use async_nats::RequestErrorKind;
+use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -92,13 +94,25 @@ impl Cluster {
 
     /// Waits until NATS has every subscription and publication made so far, at most
     /// [`NATS_WAIT`]: false when NATS is away.
+    ///
+    /// The client's own `flush` only writes them out: NATS may not have read them yet,
+    /// and a request another node sends meanwhile to a subject just subscribed to finds
+    /// no responder. So this asks NATS a question only NATS answers (a request to a
+    /// subject nobody listens on, which NATS refuses as "no responders"), and NATS reads
+    /// a connection's messages in order: its answer comes after everything before it.
     pub async fn flush(&self) -> bool {
-        matches!(
-            tokio::time::timeout(NATS_WAIT, self.nats.flush()).await,
-            Ok(Ok(()))
-        )
+        let probe = self.nats.request(FLUSH_SUBJECT, Bytes::new());
+        match tokio::time::timeout(NATS_WAIT, probe).await {
+            Ok(Err(error)) => error.kind() == RequestErrorKind::NoResponders,
+            // Nobody listens there; should anything answer, NATS has read the probe too.
+            Ok(Ok(_)) => true,
+            Err(_) => false,
+        }
     }
 }
+
+/// Where [`Cluster::flush`] asks NATS its question: a subject nobody subscribes to.
+const FLUSH_SUBJECT: &str = "carcassonne.flush";
 
 /// The longest a publication or a flush waits while NATS is away. Past it the caller
 /// treats NATS as away: nothing waits for NATS without a bound, shutdown least of all.
@@ -295,4 +309,58 @@ pub async fn take_over_orphans(
         }
     }
     Ok(taken)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    /// NATS at `TEST_NATS_URL` (default the local one), or None (said on stderr) when it
+    /// does not answer and `REQUIRE_NATS=1` is not set.
+    async fn cluster_or_skip(node: &str) -> Option<Cluster> {
+        let url = std::env::var("TEST_NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+        let config = ClusterConfig {
+            nats_url: url.clone(),
+            node: node.into(),
+            lease_ttl: ClusterConfig::DEFAULT_LEASE_TTL,
+        };
+        let connecting = tokio::time::timeout(Duration::from_secs(2), Cluster::connect(&config));
+        match connecting.await {
+            Ok(Ok(cluster)) => Some(cluster),
+            _ if std::env::var_os("REQUIRE_NATS").is_some() => panic!("no NATS at {url}"),
+            _ => {
+                eprintln!("skipped: no NATS at {url}");
+                None
+            }
+        }
+    }
+
+    /// What every room start relies on: once `flush` returns, another node's request to a
+    /// subject this node just subscribed to reaches it. Writing the subscription out is
+    /// not enough; NATS must have read it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn after_a_flush_other_nodes_requests_reach_a_new_subscription() {
+        let (Some(owner), Some(other)) = (
+            cluster_or_skip("flush-a").await,
+            cluster_or_skip("flush-b").await,
+        ) else {
+            return;
+        };
+        for round in 0..300 {
+            let subject = format!("carcassonne.test.{}.{round}", Uuid::new_v4());
+            let mut requests = owner.nats.subscribe(subject.clone()).await.unwrap();
+            assert!(owner.flush().await);
+            let answering = tokio::spawn(async move {
+                let request = requests.next().await.expect("a request");
+                (request.reply.expect("a reply subject"), requests)
+            });
+            let asked = other.nats.request(subject, "ping".into());
+            let (reply, _requests) = tokio::select! {
+                asked = asked => panic!("round {round}: answered before the owner did: {asked:?}"),
+                answered = answering => answered.unwrap(),
+            };
+            owner.nats.publish(reply, "pong".into()).await.unwrap();
+        }
+    }
 }
