@@ -55,11 +55,16 @@ pub struct Player {
     pending: Option<(String, Instant)>,
     window: Window,
     stats: Stats,
+    /// The game's last update has arrived.
+    game_over: bool,
 }
 
 /// How a seat's play ended.
 enum Ending {
+    /// The server closed the game's connections.
     GameOver,
+    /// The game's last update arrived.
+    LastUpdate,
     Deadline,
     Failed,
 }
@@ -74,14 +79,16 @@ impl Player {
             pending: None,
             window,
             stats: Stats::default(),
+            game_over: false,
         }
     }
 
-    /// Plays until the server closes the finished game or the window ends; returns what
-    /// was measured (with `games_finished` 1 when the game was played to its end).
+    /// Plays until the game ends (its last update, or the server closing the game) or the
+    /// window does; returns what was measured (with `games_finished` 1 when the game was
+    /// played to its end).
     pub async fn play(mut self) -> Stats {
         let ending = self.play_until_the_end().await;
-        if matches!(ending, Ending::GameOver) {
+        if matches!(ending, Ending::GameOver | Ending::LastUpdate) {
             self.stats.games_finished = 1;
         }
         if self.pending.is_some() {
@@ -89,8 +96,10 @@ impl Player {
             // or the run ended. Such a move may or may not have been stored.
             self.stats.unanswered += 1;
         }
-        if matches!(ending, Ending::Deadline) {
-            // A game cut off by the end of the run: say goodbye rather than vanish.
+        if matches!(ending, Ending::Deadline | Ending::LastUpdate) {
+            // A game cut off by the end of the run, or over (its room stays a while for
+            // chat and a rematch, which a load generator has no use for): say goodbye
+            // rather than vanish.
             let _ = self.socket.close(None).await;
         }
         self.stats
@@ -106,12 +115,19 @@ impl Player {
                 () = &mut deadline => return Ending::Deadline,
             };
             match message {
-                Some(Ok(Message::Text(text))) => {
-                    if let Err(kind) = self.absorb(&text).await {
+                Some(Ok(Message::Text(text))) => match self.absorb(&text).await {
+                    Ok(last) => {
+                        self.game_over |= last;
+                        // The last move's ack follows the update that ended the game.
+                        if self.game_over && self.pending.is_none() {
+                            return Ending::LastUpdate;
+                        }
+                    }
+                    Err(kind) => {
                         self.stats.error(kind);
                         return Ending::Failed;
                     }
-                }
+                },
                 Some(Ok(Message::Close(frame))) => {
                     return self.closed(frame.map(|f| f.code.into()));
                 }
@@ -137,23 +153,25 @@ impl Player {
     }
 
     /// Handles one text frame: measures it, and answers legal moves with a command.
-    async fn absorb(&mut self, text: &str) -> Result<(), String> {
+    /// True when it was the game's last update.
+    async fn absorb(&mut self, text: &str) -> Result<bool, String> {
         let received = Instant::now();
         let frame = protocol::parse_frame(text).map_err(|_| "unparsable frame".to_owned())?;
         match frame.classify() {
             FrameKind::Update => {
                 self.measure_update(&frame, text.len(), received);
-                self.answer(&frame).await
+                if frame.ends_the_game() {
+                    return Ok(true);
+                }
+                self.answer(&frame).await?;
             }
-            FrameKind::TurnInfo => self.answer(&frame).await,
-            FrameKind::Ack => {
-                self.acked(&frame, received);
-                Ok(())
-            }
-            FrameKind::Rejected => self.rejected(frame.error_code()).await,
-            FrameKind::Error => Err(format!("error {}", frame.error_code())),
-            FrameKind::Other => Ok(()),
+            FrameKind::TurnInfo => self.answer(&frame).await?,
+            FrameKind::Ack => self.acked(&frame, received),
+            FrameKind::Rejected => self.rejected(frame.error_code()).await?,
+            FrameKind::Error => return Err(format!("error {}", frame.error_code())),
+            FrameKind::Other => {}
         }
+        Ok(false)
     }
 
     fn measure_update(&mut self, frame: &ServerFrame<'_>, size: usize, received: Instant) {

@@ -14,7 +14,8 @@ use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// The close code with which the server ends every connection of a game that is over.
+/// The close code with which the server ends every connection of a game that is over
+/// (at the end of its post-game stay) or cancelled.
 pub const GAME_ENDED_CLOSE_CODE: u16 = 1000;
 
 /// The parts of one server frame the load generator reads; every other field is skipped
@@ -33,6 +34,16 @@ pub struct ServerFrame<'a> {
     pub patch: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub error: Option<ErrorBody<'a>>,
+    /// An update's events, by type only.
+    #[serde(default, borrow)]
+    pub events: Vec<EventType<'a>>,
+}
+
+/// One event of an update: only its `type` is read, the rest skipped.
+#[derive(Debug, Deserialize)]
+pub struct EventType<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Cow<'a, str>,
 }
 
 /// The grouped legal moves of `docs/protocol.md` ("Legal moves"); absent fields are empty.
@@ -150,6 +161,15 @@ impl ServerFrame<'_> {
     }
 
     /// The size of the frame's `patch` written compactly, when it has one.
+    /// Whether this update ends the game (`game_over`, or `game_abandoned`). The game's
+    /// room stays up a while after it for chat and a rematch, so a player that has
+    /// nothing more to say leaves then rather than waiting for the room to close.
+    pub fn ends_the_game(&self) -> bool {
+        self.events
+            .iter()
+            .any(|event| matches!(event.kind.as_ref(), "game_over" | "game_abandoned"))
+    }
+
     pub fn compact_patch_length(&self) -> Option<usize> {
         self.patch.map(|patch| compact_length(patch.get()))
     }
@@ -261,6 +281,23 @@ mod tests {
         assert_eq!(moves.move_json(3), None);
         let patch = r#"[{"op":"replace","path":"/game/tiles_left","value":68}]"#;
         assert_eq!(frame.compact_patch_length(), Some(patch.len()));
+    }
+
+    #[test]
+    fn the_update_with_game_over_or_game_abandoned_ends_the_game() {
+        let last = r#"{"type":"update","seq":9,"patch":[],"events":[{"type":"feature_scored","kind":"road","tiles":[[0,0]]},{"type":"game_over","final_scores":[3,4],"winners":[1]}]}"#;
+        assert!(parse_frame(last).unwrap().ends_the_game());
+        let abandoned =
+            r#"{"type":"update","seq":9,"patch":[],"events":[{"type":"game_abandoned"}]}"#;
+        assert!(parse_frame(abandoned).unwrap().ends_the_game());
+        let move_made =
+            r#"{"type":"update","seq":8,"patch":[],"events":[{"type":"tile_placed","x":1,"y":0}]}"#;
+        assert!(!parse_frame(move_made).unwrap().ends_the_game());
+        assert!(
+            !parse_frame(r#"{"type":"ack","id":"c7","seq":15}"#)
+                .unwrap()
+                .ends_the_game()
+        );
     }
 
     #[test]

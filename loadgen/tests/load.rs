@@ -41,6 +41,12 @@ fn a_short_run_acks_moves_without_errors() {
     let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
     assert!(report["moves_acked"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["error_total"], 0, "{report}");
+    // A slot starts its next game once its game's last update arrives, not when the
+    // finished game's room closes after its post-game stay (minutes later).
+    assert!(
+        report["games_finished"].as_u64().unwrap() > 2,
+        "each of the two slots played more than one game: {report}"
+    );
     assert!(
         report["ack_latency_ms"]["p50"].as_f64().unwrap() > 0.0,
         "{report}"
