@@ -47,10 +47,11 @@ mod timers;
 #[cfg(test)]
 mod tests;
 
-/// Updates kept for clients that reconnect; older gaps get a snapshot instead.
-const RECENT_UPDATES: usize = 256;
 /// Beyond this many missed updates a snapshot is cheaper than the patches.
 const MAX_CATCH_UP: u64 = 64;
+/// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
+/// (each holds its texts, about 1.7 KiB; a whole game's would stay in memory).
+const RECENT_UPDATES: usize = MAX_CATCH_UP as usize;
 
 /// One change to a lobby or game: decided here, written by the shell, then applied.
 #[derive(Debug)]

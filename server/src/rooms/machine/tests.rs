@@ -693,6 +693,29 @@ fn only_the_creator_sets_the_chat_policy_and_the_lobby_shows_it() {
 }
 
 #[test]
+fn a_room_keeps_only_the_updates_a_catch_up_may_send() {
+    let mut machine = two_player_game(TimeControl::None);
+    let mut now = T0;
+    for _ in 0..100 {
+        now += 1_000;
+        play_first_legal(&mut machine, now).unwrap();
+    }
+    let seq = machine.seq();
+    assert!(seq > 100, "played {seq}");
+    assert_eq!(machine.recent.len(), MAX_CATCH_UP as usize);
+    // The furthest catch-up is still the updates themselves; one further, a snapshot.
+    let furthest = machine.catch_up(Some(GUEST), Some(seq - MAX_CATCH_UP), now);
+    let seqs: Vec<Option<u64>> = furthest.iter().map(|update| update.seq).collect();
+    let expected: Vec<Option<u64>> = (seq - MAX_CATCH_UP + 1..=seq).map(Some).collect();
+    assert_eq!(seqs, expected);
+    let too_far = machine.catch_up(Some(GUEST), Some(seq - MAX_CATCH_UP - 1), now);
+    assert!(
+        matches!(&too_far[..], [only] if only.snapshot),
+        "a snapshot"
+    );
+}
+
+#[test]
 fn a_spectator_catches_up_on_the_spectators_chat_only() {
     let mut machine = two_player_game(TimeControl::None);
     let write = machine.say(Some(GUEST), None, "players only", T0).unwrap();
