@@ -73,7 +73,18 @@ pub async fn start_node_on(
     name: &str,
     lease_ttl: &str,
 ) -> TestServer {
-    let options = [
+    start_node_with(database_url, nats, name, lease_ttl, &[]).await
+}
+
+/// [`start_node_on`] with more command-line options.
+pub async fn start_node_with(
+    database_url: &str,
+    nats: &str,
+    name: &str,
+    lease_ttl: &str,
+    more: &[&str],
+) -> TestServer {
+    let mut options = vec![
         "--nats",
         nats,
         "--node-name",
@@ -81,6 +92,7 @@ pub async fn start_node_on(
         "--lease-ttl",
         lease_ttl,
     ];
+    options.extend_from_slice(more);
     TestServer::start_with(database_url, &options).await
 }
 

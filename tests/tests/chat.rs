@@ -6,7 +6,7 @@
 //! reaches every client and the database; REST serves the history by audience.
 
 use carcassonne_tests::client::{Api, Player, Seat, WsClient};
-use carcassonne_tests::cluster::{nats_or_skip, nats_url};
+use carcassonne_tests::cluster::{nats_or_skip, nats_url, start_node_with};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use serde_json::{Value, json};
@@ -39,17 +39,9 @@ async fn chat_across_two_nodes() {
     let hash = admin_token_sha256();
     let mut nodes = Vec::new();
     for name in ["a", "b"] {
-        let options = [
-            "--nats",
-            &nats_url(),
-            "--node-name",
-            &format!("chat-{tag}-{name}"),
-            "--lease-ttl",
-            "5s",
-            "--admin-token-sha256",
-            &hash,
-        ];
-        nodes.push(TestServer::start_with(&database.url(), &options).await);
+        let name = format!("chat-{tag}-{name}");
+        let more = ["--admin-token-sha256", &hash];
+        nodes.push(start_node_with(&database.url(), &nats_url(), &name, "5s", &more).await);
     }
     talk_through_a_game(&nodes[0], &nodes[1]).await;
 }

@@ -7,7 +7,7 @@
 //! is rematched on the player's word alone, the bot kept.
 
 use carcassonne_tests::client::{Api, Seat, WsClient};
-use carcassonne_tests::cluster::{nats_or_skip, nats_url};
+use carcassonne_tests::cluster::{nats_or_skip, nats_url, start_node_with};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
@@ -36,17 +36,9 @@ async fn rematch_across_two_nodes() {
     let tag = &uuid::Uuid::new_v4().simple().to_string()[..8];
     let mut nodes = Vec::new();
     for name in ["a", "b"] {
-        let options = [
-            "--nats",
-            &nats_url(),
-            "--node-name",
-            &format!("rematch-{tag}-{name}"),
-            "--lease-ttl",
-            "5s",
-            "--rematch-offer",
-            OFFER_TIME,
-        ];
-        nodes.push(TestServer::start_with(&database.url(), &options).await);
+        let name = format!("rematch-{tag}-{name}");
+        let more = ["--rematch-offer", OFFER_TIME];
+        nodes.push(start_node_with(&database.url(), &nats_url(), &name, "5s", &more).await);
     }
     rematch_a_game(&nodes[0], &nodes[1]).await;
 }
