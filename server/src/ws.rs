@@ -388,6 +388,11 @@ impl Connection {
         self.spectator = spectator;
         self.chat_policy = connected.chat;
         self.seat = connected.seat;
+        // What the client says it has counts as sent: the catch-up holds only what comes
+        // after it (or a snapshot, which always passes), and a late update at or below
+        // it (in cluster mode, a former owner publishing a write it made before losing
+        // the game) is dropped rather than rewinding the client.
+        self.last_seq = hello.last_seq;
         let role = if connected.seat.is_some() {
             Role::Player
         } else {

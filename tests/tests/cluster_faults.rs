@@ -235,6 +235,67 @@ async fn updates_lost_while_nats_restarts_still_reach_the_waiting_player() {
     assert!(seat1.legal_moves.is_some(), "seat 1 got its legal moves");
 }
 
+/// A player reconnects through a stand-in (n2) having seen everything, and then a late
+/// update of an earlier `seq` arrives over NATS, as a former owner thawed with a write in
+/// flight would publish it. The stand-in passes every update on; the connection must drop
+/// this one rather than rewind its client, and go on with the next move as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_resumed_at_the_games_seq_never_gets_an_older_update() {
+    let Some(TwoNodes {
+        database: _database,
+        nats,
+        n1,
+        n2,
+    }) = two_nodes_on_their_own_nats("stale").await
+    else {
+        return;
+    };
+    let api = Api::new(n1.http());
+    let creator = api.create_lobby("ann", 2, json!({})).await;
+    let joiner = api.join(&creator.lobby, "bob").await;
+    let game = creator.lobby.clone();
+    let mut seat0 = WsClient::join(&n1.ws_url(&game), Some(&creator.token), None).await;
+    let mut first = WsClient::join(&n2.ws_url(&game), Some(&joiner.token), None).await;
+    api.start(&creator).await;
+    seat0.next_of("update").await;
+    let reply = seat0
+        .command(
+            "place",
+            seat0.legal_moves.clone().expect("seat 0 to move")[0].clone(),
+        )
+        .await;
+    assert_eq!(reply["type"], "ack", "{reply}");
+    let seq = reply["seq"].as_u64().unwrap();
+    seat0.catch_up_to(seq).await;
+    first.catch_up_to(seq).await;
+    let (earlier_seq, earlier_events) = first.updates[0].clone();
+    assert!(earlier_seq < seq);
+    let mut seat1 = WsClient::resume(&n2.ws_url(&game), &joiner.token, &first).await;
+    drop(first);
+
+    let late = json!({"type": "update", "seq": earlier_seq, "events": earlier_events,
+        "patch": [{"op": "replace", "path": "/game/turn", "value": null}]});
+    let publisher = async_nats::connect(nats.url()).await.expect("NATS answers");
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Carcassonne-Kind", "update");
+    headers.insert("Carcassonne-Seq", earlier_seq.to_string().as_str());
+    let subject = format!("carcassonne.game.{game}.updates");
+    publisher
+        .publish_with_headers(subject, headers, late.to_string().into())
+        .await
+        .expect("published");
+    publisher.flush().await.expect("flushed");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let legal = seat0.legal_moves.clone().expect("seat 0 still to act");
+    let reply = seat0.command("act", legal[0].clone()).await;
+    assert_eq!(reply["type"], "ack", "{reply}");
+    let next = seat1.next_of("update").await;
+    assert_eq!(next["seq"].as_u64(), Some(seq + 1), "{next}");
+    seat0.catch_up_to(seq + 1).await;
+    assert_eq!(seat1.state, seat0.state, "both mirror the same game");
+}
+
 /// SIGTERM while NATS is unreachable: the node exits within its drain timeout (it used
 /// to wait for NATS to come back, indefinitely).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
