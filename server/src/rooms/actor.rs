@@ -54,8 +54,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-/// Capacity of the broadcast; a client further behind is resynchronised.
-pub const BROADCAST_CAPACITY: usize = 1024;
+/// Capacity of the broadcast; a client further behind is resynchronised. Its slots are
+/// allocated up front, about 40 bytes each: at 1,024 they were most of an idle room's
+/// memory, for a backlog that a game's few messages a second never build.
+pub const BROADCAST_CAPACITY: usize = 128;
 /// After a failed write of a change nobody asked for (a bot's move, a timeout's
 /// consequence, an expiry), how long the room waits before trying again.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);

@@ -104,8 +104,8 @@ impl RoomMachine {
         if let Some(clocks) = self.clocks.as_mut() {
             clocks.record(&row, next);
         }
-        self.remember(&row, &events);
-        self.log.push(row);
+        self.remember(&events);
+        self.log_move(row);
         if let Some(result) = &result {
             self.finish(result, now);
         }
@@ -193,9 +193,17 @@ impl RoomMachine {
         tracing::info!(status = ?result.status, "game finished");
     }
 
-    pub(super) fn remember(&mut self, row: &MoveRow, events: &[Event]) {
-        self.accepted
-            .insert((row.seat, row.command_id.clone()), row.seq);
+    /// Adds a move to the log, which grows by a few rows at a time rather than doubling:
+    /// a game's log is read whole only at its end, and a doubled one held up to twice its
+    /// rows until then (some 7 KB of a live room).
+    pub(super) fn log_move(&mut self, row: MoveRow) {
+        if self.log.len() == self.log.capacity() {
+            self.log.reserve_exact(LOG_ROWS_AT_A_TIME);
+        }
+        self.log.push(row);
+    }
+
+    pub(super) fn remember(&mut self, events: &[Event]) {
         self.breakdown
             .extend(events.iter().filter_map(|event| match event {
                 Event::FeatureScored(score) => Some(score.clone()),
@@ -301,6 +309,11 @@ impl RoomMachine {
             chat: None,
             mutes: None,
         });
+        // Only the newest update keeps the mover's text: a catch-up sends the legal moves
+        // of the state it ends at, never those of an older one.
+        if let Some(newest) = self.recent.back_mut() {
+            *newest = Arc::new(newest.as_seen_by_others());
+        }
         self.recent.push_back(outgoing.clone());
         if self.recent.len() > RECENT_UPDATES {
             self.recent.pop_front();

@@ -47,11 +47,15 @@ mod timers;
 #[cfg(test)]
 mod tests;
 
-/// Beyond this many missed updates a snapshot is cheaper than the patches.
-const MAX_CATCH_UP: u64 = 64;
+/// Beyond this many missed updates a client gets a snapshot instead of the patches: at
+/// human pace, over a minute away. Each update kept costs its room about 240 bytes.
+const MAX_CATCH_UP: u64 = 32;
 /// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
-/// (each holds its texts, about 1.7 KiB; a whole game's would stay in memory).
+/// (a whole game's would stay in memory).
 const RECENT_UPDATES: usize = MAX_CATCH_UP as usize;
+
+/// How many rows the move log grows by when full.
+const LOG_ROWS_AT_A_TIME: usize = 24;
 
 /// One change to a lobby or game: decided here, written by the shell, then applied.
 #[derive(Debug)]
@@ -235,9 +239,6 @@ pub struct RoomMachine {
     breakdown: Vec<FeatureScore>,
     /// Each seat's points so far by the kind of feature that paid them.
     points: Vec<PointsByKind>,
-    /// Accepted commands by (seat, command id), with their `seq`: a repeat gets the same
-    /// acknowledgement and is never applied twice.
-    accepted: HashMap<(u8, String), u64>,
     clocks: Option<Clocks>,
     /// How the game ended, once it has.
     outcome: Option<Ending>,
@@ -278,7 +279,6 @@ impl RoomMachine {
             log: Vec::new(),
             breakdown: Vec::new(),
             points: Vec::new(),
-            accepted: HashMap::new(),
             clocks: None,
             outcome: None,
             recent: VecDeque::new(),
@@ -321,8 +321,8 @@ impl RoomMachine {
                 .play(row.mv)
                 .map_err(|error| format!("move {} does not replay: {error}", row.seq))?;
             clocks.record(&row, game.current_player());
-            self.remember(&row, &events);
-            self.log.push(row);
+            self.remember(&events);
+            self.log_move(row);
         }
         // A seat whose control changed after its last timeout was taken back since.
         for seat in &self.seats {
@@ -577,7 +577,7 @@ impl RoomMachine {
         now: Millis,
     ) -> Result<Decision, RoomError> {
         let seat = self.seat_of(token_hash).ok_or(RoomError::BadToken)?;
-        if let Some(&seq) = self.accepted.get(&(seat.seat, id.clone())) {
+        if let Some(seq) = self.accepted_seq(seat.seat, &id) {
             return Ok(Decision::Repeat(seq));
         }
         let game = self.playable_game()?;
@@ -603,6 +603,18 @@ impl RoomMachine {
         Ok(Decision::Commit(Box::new(change)))
     }
 
+    /// The `seq` at which `seat`'s command `id` was accepted, if it was: a repeat gets the
+    /// same acknowledgement and is never applied twice. Looked up in the move log (a
+    /// game's few hundred moves, newest first, as a retry is of a recent command) rather
+    /// than kept in a map of its own, which held a second copy of every command id.
+    fn accepted_seq(&self, seat: u8, id: &str) -> Option<u64> {
+        self.log
+            .iter()
+            .rev()
+            .find(|row| row.seat == seat && row.command_id == id)
+            .map(|row| row.seq)
+    }
+
     /// A bot's answer to `job`; stale when anything changed since the job was given.
     pub fn bot_move(&self, job: &BotJob, mv: Move, now: Millis) -> Result<Change, RoomError> {
         if job.seq != self.seq() {
@@ -612,7 +624,7 @@ impl RoomMachine {
             });
         }
         let mut id = format!("bot:{}", job.seq);
-        while self.accepted.contains_key(&(job.seat, id.clone())) {
+        while self.accepted_seq(job.seat, &id).is_some() {
             id.push('+');
         }
         self.move_change(job.seat, id, mv, job.origin, now)

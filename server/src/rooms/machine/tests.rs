@@ -715,6 +715,39 @@ fn a_room_keeps_only_the_updates_a_catch_up_may_send() {
     );
 }
 
+/// Only the newest update keeps the mover's legal moves: a catch-up's last update
+/// carries those of the state it ends at, and no update before it any.
+#[test]
+fn a_movers_catch_up_carries_only_the_current_legal_moves() {
+    let mut machine = two_player_game(TimeControl::None);
+    for _ in 0..6 {
+        play_first_legal(&mut machine, T0).unwrap();
+    }
+    let seq = machine.seq();
+    let seat = machine.game.as_ref().unwrap().current_player().unwrap();
+    let mover = machine.seat_row(seat).unwrap().token_hash.clone();
+    let other = if mover == CREATOR { GUEST } else { CREATOR };
+    let legal_moves = |outgoing: &Arc<Outgoing>, hash| -> Option<Value> {
+        let text = outgoing.text_for(Some(hash));
+        let message: Value = serde_json::from_slice(text.as_bytes()).unwrap();
+        message.get("legal_moves").cloned()
+    };
+    let for_mover = machine.catch_up(Some(&mover), Some(seq - 3), T0);
+    let seqs: Vec<Option<u64>> = for_mover.iter().map(|update| update.seq).collect();
+    assert_eq!(seqs, vec![Some(seq - 2), Some(seq - 1), Some(seq)]);
+    let (newest, older) = for_mover.split_last().unwrap();
+    assert!(legal_moves(newest, &mover).is_some_and(|moves| moves.is_object()));
+    for update in older {
+        assert_eq!(legal_moves(update, &mover), None, "{}", update.for_mover);
+    }
+    let for_other = machine.catch_up(Some(other), Some(seq - 3), T0);
+    assert!(
+        for_other
+            .iter()
+            .all(|update| legal_moves(update, other).is_none())
+    );
+}
+
 #[test]
 fn a_spectator_catches_up_on_the_spectators_chat_only() {
     let mut machine = two_player_game(TimeControl::None);
@@ -730,4 +763,70 @@ fn a_spectator_catches_up_on_the_spectators_chat_only() {
             .all(|outgoing| outgoing.chat.is_none()),
         "a spectator's hello brings no players' chat"
     );
+}
+
+/// Counts the bytes the current thread holds on the heap, so that a test can weigh what
+/// a room keeps. Thread-local: other tests running at the same time do not count.
+mod heap {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    thread_local! {
+        static HELD: Cell<isize> = const { Cell::new(0) };
+    }
+
+    struct Counting;
+
+    // SAFETY: every call is passed to the system allocator unchanged; the count beside it
+    // allocates nothing.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let _ = HELD.try_with(|held| held.set(held.get() + layout.size() as isize));
+            unsafe { System.alloc(layout) }
+        }
+
+        unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+            let _ = HELD.try_with(|held| held.set(held.get() - layout.size() as isize));
+            unsafe { System.dealloc(pointer, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    pub fn held() -> isize {
+        HELD.with(Cell::get)
+    }
+}
+
+/// What a live room keeps, sockets aside, from the start of a game to its end: the game
+/// itself (most of it the core's board and feature graph) and a bounded tail of updates
+/// and moves. It used to keep every command id twice, the legal moves of its last 64
+/// updates and a doubled board window: 151 KB by the end of this game, now 55 KB.
+#[test]
+fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
+    // The first game made initializes the tile catalogue and other statics, once.
+    drop(two_player_game(TimeControl::None));
+    let before = heap::held();
+    let mut machine = two_player_game(TimeControl::None);
+    let mut most = 0;
+    let mut moves = 0;
+    while machine.game.as_ref().unwrap().current_player().is_some() {
+        play_first_legal(&mut machine, T0).unwrap();
+        moves += 1;
+        most = most.max(heap::held() - before);
+    }
+    let weigh = |what: &str, held: isize| eprintln!("{what}: {held} bytes");
+    let held = heap::held();
+    drop(machine.game.take());
+    weigh("the game at its end", held - heap::held());
+    let held = heap::held();
+    machine.recent.clear();
+    weigh("the updates kept for a catch-up", held - heap::held());
+    let held = heap::held();
+    machine.log = Vec::new();
+    weigh("the move log", held - heap::held());
+    weigh("the rest", heap::held() - before);
+    assert!(moves > 100, "a whole game was played: {moves} moves");
+    assert!(most <= 60 * 1024, "the room held {most} bytes");
 }
