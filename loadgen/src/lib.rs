@@ -7,6 +7,7 @@ pub mod ack_log;
 pub mod echo;
 pub mod game;
 pub mod idle;
+pub mod memory;
 pub mod player;
 pub mod process;
 pub mod procfs;

@@ -1,6 +1,7 @@
 //! The `carcassonne-loadgen` command line: `run` a load against a server, or serve the
 //! baseline's WebSocket `echo`.
 
+use carcassonne_loadgen::memory::{MemoryOptions, measure};
 use carcassonne_loadgen::run::{RunOptions, run};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -47,6 +48,10 @@ enum Command {
     /// Play M 2-player games at once against a server for a while, and report.
     #[command(after_help = LIMITS_HELP)]
     Run(RunArgs),
+    /// Measure what a live game and an open connection cost the server in memory (RSS
+    /// deltas over many of them); see docs/performance.md, "Memory".
+    #[command(after_help = LIMITS_HELP)]
+    Memory(MemoryArgs),
     /// Serve WebSocket echo (the baseline's server); prints `listening ADDRESS`.
     Echo {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -105,6 +110,28 @@ struct RunArgs {
     ack_log: Option<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct MemoryArgs {
+    /// Start the server as "BINARY ARGS..." (with `--listen 127.0.0.1:0` added).
+    #[arg(long)]
+    spawn_server: String,
+    /// Games set up, and spectators connected.
+    #[arg(long, default_value_t = 2000)]
+    games: usize,
+    /// Moves every game plays between two readings of the RSS.
+    #[arg(long, default_value_t = 20)]
+    moves_per_step: usize,
+    /// Also measure a connection to a bare WebSocket echo server.
+    #[arg(long)]
+    echo: bool,
+    /// Seed of the move choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
@@ -131,6 +158,26 @@ async fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => fail(&error.to_string()),
         },
+        Command::Memory(args) => {
+            let options = MemoryOptions {
+                spawn_server: args.spawn_server,
+                games: args.games,
+                moves_per_step: args.moves_per_step.max(1),
+                echo: args.echo,
+                seed: args.seed,
+            };
+            match measure(&options).await {
+                Ok(report) if args.json => {
+                    println!("{}", serde_json::to_string(&report).expect("serializes"));
+                    ExitCode::SUCCESS
+                }
+                Ok(report) => {
+                    print!("{}", report.table());
+                    ExitCode::SUCCESS
+                }
+                Err(error) => fail(&error),
+            }
+        }
         Command::Run(args) => match run(&args.options()).await {
             Ok(report) => {
                 if args.json {

@@ -218,6 +218,11 @@ impl MovePicker {
         }
     }
 
+    /// An index below `count` (which is not 0).
+    pub fn index(&mut self, count: usize) -> usize {
+        self.rng.random_range(0..count)
+    }
+
     /// One of the legal moves, as the JSON a command sends, or `None` when there are none.
     pub fn pick(&mut self, moves: &LegalMoves<'_>) -> Option<String> {
         let count = moves.count();

@@ -77,3 +77,35 @@ fn a_short_run_acks_moves_without_errors() {
         "{report}"
     );
 }
+
+/// The memory benchmark plays its games to their end and weighs every step. Its figures
+/// are only checked to be plausible: at 40 games the allocator's slack is too large for
+/// a bound (docs/performance.md gives the figures at 2,000).
+#[test]
+fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let database = directory.path().join("memory.db");
+    let server = format!(
+        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
+        server_binary().display(),
+        database.display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
+        .args(["memory", "--spawn-server", &server, "--games", "40"])
+        .args(["--moves-per-step", "60", "--json"])
+        .output()
+        .expect("the load generator runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the benchmark failed: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    assert_eq!(report["failures"], 0, "{report}");
+    let steps = report["room_by_moves"].as_array().expect("steps");
+    assert!(
+        steps.len() >= 2,
+        "whole games take more than one step: {report}"
+    );
+    for figure in ["room_at_start", "room_most", "player_connection"] {
+        let bytes = report[figure].as_f64().expect(figure);
+        assert!(bytes > 0.0 && bytes < 1024.0 * 1024.0, "{figure}: {report}");
+    }
+}
