@@ -9,11 +9,16 @@
 
 use crate::rooms::error::RoomError;
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use carcassonne_store::StoreError;
 use serde::Serialize;
 use utoipa::ToSchema;
+
+/// How long a client refused as `busy` is asked to wait (`Retry-After`): about the time
+/// a burst of requests takes to drain from the database pool.
+const BUSY_RETRY_AFTER_SECONDS: u16 = 1;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AppError {
@@ -181,6 +186,7 @@ fn room_code(refusal: &RoomError) -> &str {
         RoomError::SpectatorUnknown => "spectator_unknown",
         RoomError::RematchUnavailable(_) => "rematch_unavailable",
         RoomError::StorageUnavailable => "storage_unavailable",
+        RoomError::Busy => "busy",
         RoomError::ShuttingDown => "shutting_down",
         RoomError::Internal => "internal",
         RoomError::Relayed { code, .. } => code,
@@ -190,7 +196,7 @@ fn room_code(refusal: &RoomError) -> &str {
 fn room_status(refusal: &RoomError) -> StatusCode {
     match refusal {
         RoomError::IllegalMove(_) | RoomError::BadChatText(_) => StatusCode::BAD_REQUEST,
-        RoomError::ChatRateLimited => StatusCode::TOO_MANY_REQUESTS,
+        RoomError::ChatRateLimited | RoomError::Busy => StatusCode::TOO_MANY_REQUESTS,
         RoomError::NotFound(_) => StatusCode::NOT_FOUND,
         RoomError::BadToken => StatusCode::UNAUTHORIZED,
         RoomError::NotCreator
@@ -252,8 +258,15 @@ pub struct ErrorResponse {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
+        let busy = matches!(self, AppError::Room(RoomError::Busy));
         let body = ErrorResponse { error: self.body() };
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        // Backpressure: the client is told when to try again, as for a rate limit.
+        if busy {
+            let retry_after = HeaderValue::from(BUSY_RETRY_AFTER_SECONDS);
+            response.headers_mut().insert(RETRY_AFTER, retry_after);
+        }
+        response
     }
 }
 
@@ -276,6 +289,19 @@ mod tests {
         let corrupt = AppError::from(StoreError::Corrupt("column rules: secret detail".into()));
         assert_eq!(corrupt.code(), "internal");
         assert!(!corrupt.body().message.contains("secret detail"));
+    }
+
+    #[test]
+    fn a_busy_database_pool_is_backpressure_with_retry_after_not_an_outage() {
+        let busy = AppError::from(StoreError::Busy("pool timed out".into()));
+        assert_eq!(busy.code(), "busy");
+        let response = busy.into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[RETRY_AFTER], "1");
+        let outage = AppError::from(StoreError::Unreachable("pool timed out".into()));
+        let response = outage.into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(response.headers().get(RETRY_AFTER).is_none());
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! fencing trigger's own SQLSTATE under `NotOwner`: a fenced node that took it for an
 //! outage would retry and keep a game it no longer owns. Telling `Unreachable` apart is
 //! what lets a room answer at once when the database is away, instead of re-reading a
-//! `seq` it cannot read either.
+//! `seq` it cannot read either. A pool timeout is `Unreachable` here; the store calls it
+//! `Busy` instead when every connection of the pool was in use (see `Store::bounded`):
+//! the database answers, and the caller is asked to slow down rather than told of an
+//! outage.
 
 use sqlx::error::{DatabaseError, ErrorKind};
 use sqlx::migrate::MigrateError;

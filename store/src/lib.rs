@@ -193,6 +193,11 @@ pub enum StoreError {
     /// its COMMIT was sent: nothing was written, and the caller may try again at once.
     #[error("the database is unreachable: {0}")]
     Unreachable(String),
+    /// Every pooled connection stayed in use for the whole acquire timeout: the database
+    /// answers, but this node asks more of it than its pool allows. Nothing was written;
+    /// the caller should slow down and try again shortly (backpressure, not an outage).
+    #[error("the database is busy: {0}")]
+    Busy(String),
     /// A uniqueness rule was broken: a `seq` or a `(seat, command_id)` already written.
     #[error("conflict: {0}")]
     Conflict(String),
@@ -234,6 +239,13 @@ pub struct PoolStatus {
     pub idle: u32,
     /// The most connections the pool opens ([`StoreOptions::max_connections`]).
     pub max: u32,
+}
+
+impl PoolStatus {
+    /// Whether every connection the pool may open is open and in use.
+    pub fn saturated(&self) -> bool {
+        self.size >= self.max && self.idle == 0
+    }
 }
 
 /// Runs a Postgres-only call (the leases) on a Postgres store, bounded like every call;
@@ -353,6 +365,9 @@ impl Store {
         call: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
         match tokio::time::timeout(self.operation_timeout, call).await {
+            Ok(Err(StoreError::Unreachable(cause))) if self.pool_status().saturated() => {
+                Err(StoreError::Busy(cause))
+            }
             Ok(result) => result,
             Err(_) => Err(StoreError::Unavailable(format!(
                 "timed out: {operation} took longer than {:?}",

@@ -45,7 +45,7 @@ use utoipa::{Modify, OpenApi};
 pub struct ApiDoc;
 
 /// Adds the answers any `/api` operation can give: 429 when a client sends too many
-/// requests, 500 for a bug (logged, never detailed), 503 while the database is unreachable
+/// requests or the server is over its capacity, 500 for a bug (logged, never detailed), 503 while the database is unreachable
 /// or the server drains. Each operation documents its own 2xx and 4xx answers.
 struct CommonResponses;
 
@@ -54,7 +54,8 @@ impl Modify for CommonResponses {
         let common = [
             (
                 "429",
-                "`rate_limited`: too many requests from this client; see Retry-After",
+                "`rate_limited`: too many requests from this client, or `busy`: the \
+                 server's database connections were all in use; see Retry-After",
             ),
             ("500", "`internal`: a server fault, logged with its cause"),
             (

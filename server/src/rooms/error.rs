@@ -64,6 +64,10 @@ pub enum RoomError {
     /// Nothing was changed: the database did not answer.
     #[error("the database is unavailable; nothing was changed, try again")]
     StorageUnavailable,
+    /// Nothing was changed: every database connection of this node was in use for the
+    /// whole wait. The database answers; the node is over its capacity for a moment.
+    #[error("the server is busy; nothing was changed, try again in a moment")]
+    Busy,
     /// The room is stopping here (a shutdown), or its game is decided by another node
     /// now: the client reconnects and finds it.
     #[error("the server is shutting down; reconnect shortly")]
@@ -89,6 +93,10 @@ impl From<StoreError> for RoomError {
             StoreError::Unavailable(cause) | StoreError::Unreachable(cause) => {
                 tracing::warn!(%cause, "database unavailable");
                 RoomError::StorageUnavailable
+            }
+            StoreError::Busy(cause) => {
+                tracing::info!(%cause, "database pool busy: refused with backpressure");
+                RoomError::Busy
             }
             StoreError::NotFound => RoomError::NotFound("no such record"),
             // Another node decides the game now: the client tries again and finds it.

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use carcassonne_store::{Backend, Store, StoreError, StoreOptions};
+use sqlx::Connection;
 
 use crate::common::{
     Context, Proxy, command_at, impatient_options, move_row, player, playing_game,
@@ -237,4 +238,52 @@ async fn sqlite_creates_a_missing_database_file() {
     assert!(path.exists());
     assert_eq!(store.backend(), Backend::Sqlite);
     store.close().await;
+}
+
+/// Every pooled connection in use for the whole acquire timeout, the database answering:
+/// a call is refused as `Busy` (backpressure), not `Unreachable` (an outage). Two calls
+/// hold the pool's two connections, waiting on a lock another session holds; a third
+/// finds none. Once the lock goes, the first two complete.
+#[tokio::test]
+async fn a_pool_in_use_to_its_last_connection_is_busy_not_unreachable() {
+    if !postgres_available("connection::busy_pool") {
+        return;
+    }
+    run(Backend::Postgres, |context| async move {
+        let options = StoreOptions {
+            max_connections: 2,
+            acquire_timeout: Duration::from_millis(300),
+            ..StoreOptions::new(&context.url)
+        };
+        let store = Store::connect_with(&options).await.unwrap();
+        let ada = player("Ada");
+        store.create_player(&ada).await.unwrap();
+        let mut locker = sqlx::PgConnection::connect(&context.url).await.unwrap();
+        sqlx::raw_sql("BEGIN; LOCK TABLE players IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut locker)
+            .await
+            .unwrap();
+        let holders: Vec<_> = (0..2)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { store.player(ada.id).await })
+            })
+            .collect();
+        while store.pool_status().idle > 0 || store.pool_status().size < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let error = store.ping().await.unwrap_err();
+        assert!(matches!(error, StoreError::Busy(_)), "{error:?}");
+        sqlx::raw_sql("ROLLBACK")
+            .execute(&mut locker)
+            .await
+            .unwrap();
+        for holder in holders {
+            assert!(holder.await.unwrap().unwrap().is_some());
+        }
+        store.ping().await.unwrap();
+        store.close().await;
+    })
+    .await;
 }
