@@ -92,6 +92,19 @@ struct RunArgs {
     /// they then end together, wave after wave. At most the warm-up.
     #[arg(long, value_parser = humantime::parse_duration)]
     ramp: Option<Duration>,
+    /// Human pace: each player thinks this long on average before each command (a
+    /// uniform draw between half and one and a half times it). 0s plays flat out.
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
+    think: Duration,
+    /// At most this many new games set up per second over all slots (0: no limit), as
+    /// players arriving rather than all at once.
+    #[arg(long, default_value_t = 0.0)]
+    setup_rate: f64,
+    /// Open the players' sockets from this many loopback addresses (127.0.0.1,
+    /// 127.0.0.2, ...) when one address's ephemeral ports would run short: about 28,000
+    /// sockets to one server port per source address.
+    #[arg(long, default_value_t = 1)]
+    source_addresses: u8,
     /// Idle spectator sockets held open through the run.
     #[arg(long, default_value_t = 0)]
     idle: usize,
@@ -143,6 +156,9 @@ impl RunArgs {
             duration: self.duration,
             warmup: self.warmup,
             ramp: self.ramp,
+            think: self.think,
+            setup_rate: self.setup_rate,
+            source_addresses: self.source_addresses.max(1),
             idle: self.idle,
             baseline: self.baseline,
             seed: self.seed,

@@ -6,13 +6,23 @@ use crate::protocol::{self, FrameKind, MovePicker, ServerFrame};
 use crate::socket::{self, Socket};
 use crate::stats::{Stats, Window};
 use futures_util::{SinkExt, StreamExt};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::Message;
 
 /// Connects to game `lobby`, says hello with `token` (none: a spectator) and waits for
 /// the welcome.
 pub async fn join(server: &str, lobby: &str, token: Option<&str>) -> Result<Socket, String> {
-    let mut socket = socket::connect(server, &format!("/ws/games/{lobby}")).await?;
+    join_from(server, 0, lobby, token).await
+}
+
+/// [`join`] from loopback source address number `source` (0: 127.0.0.1).
+pub async fn join_from(
+    server: &str,
+    source: u8,
+    lobby: &str,
+    token: Option<&str>,
+) -> Result<Socket, String> {
+    let mut socket = socket::connect_from(server, source, &format!("/ws/games/{lobby}")).await?;
     send(&mut socket, protocol::hello_text(token)).await?;
     while let Some(message) = socket.next().await {
         let Ok(Message::Text(text)) = message else {
@@ -57,6 +67,8 @@ pub struct Player {
     stats: Stats,
     /// The game's last update has arrived.
     game_over: bool,
+    /// The mean pause before each command.
+    think: Duration,
 }
 
 /// How a seat's play ended.
@@ -80,7 +92,27 @@ impl Player {
             window,
             stats: Stats::default(),
             game_over: false,
+            think: Duration::ZERO,
         }
+    }
+
+    /// Thinks `think` on average (half to one and a half times it) before each command.
+    pub fn thinking(mut self, think: Duration) -> Player {
+        self.think = think;
+        self
+    }
+
+    /// Waits as a person would before a command, at most until the window ends; false
+    /// when it ended meanwhile (no command is sent after it).
+    async fn think(&mut self) -> bool {
+        if self.think.is_zero() {
+            return true;
+        }
+        let pause = self.think.mul_f64(0.5 + self.picker.fraction());
+        let wanted = Instant::now() + pause;
+        let until = wanted.min(self.window.end);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+        wanted < self.window.end
     }
 
     /// Plays until the game ends (its last update, or the server closing the game) or the
@@ -197,6 +229,9 @@ impl Player {
         let Some(chosen) = self.picker.pick(moves) else {
             return Err("no legal moves".to_owned());
         };
+        if !self.think().await {
+            return Ok(());
+        }
         self.commands_sent += 1;
         let id = format!("{}{}", self.label.letter, self.commands_sent);
         let command = protocol::command_text(&id, seq, &chosen);

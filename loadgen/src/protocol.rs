@@ -218,6 +218,11 @@ impl MovePicker {
         }
     }
 
+    /// A fraction drawn uniformly from 0 to 1.
+    pub fn fraction(&mut self) -> f64 {
+        self.rng.random_range(0.0..1.0)
+    }
+
     /// An index below `count` (which is not 0).
     pub fn index(&mut self, count: usize) -> usize {
         self.rng.random_range(0..count)

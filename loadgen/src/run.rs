@@ -29,6 +29,12 @@ pub struct RunOptions {
     /// Over how long the slots start their first games; `None` for three quarters of
     /// the warm-up.
     pub ramp: Option<Duration>,
+    /// The mean think time before each command (0: flat out).
+    pub think: Duration,
+    /// Games set up per second at most over all slots (0: no limit).
+    pub setup_rate: f64,
+    /// Loopback source addresses the players' sockets are spread over.
+    pub source_addresses: u8,
     pub idle: usize,
     pub baseline: bool,
     pub seed: u64,
@@ -114,6 +120,9 @@ async fn run_games(options: &RunOptions, server: &str, pid: Option<u32>) -> Resu
         ack_log,
         watch: watch.clone(),
         ramp_step: options.ramp_step(),
+        think: options.think,
+        setups: game::SetupPace::new(options.setup_rate),
+        source_addresses: options.source_addresses,
     };
     let mut played = play_slots(options.games, target, planned, pid).await;
     if let Some(idle) = idle {

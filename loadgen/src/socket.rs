@@ -21,9 +21,18 @@ pub type Socket = WebSocketStream<TcpStream>;
 
 /// Opens `ws://{server}{path}` over a TCP connection with `TCP_NODELAY` set.
 pub async fn connect(server: &str, path: &str) -> Result<Socket, String> {
-    let stream = TcpStream::connect(server)
-        .await
-        .map_err(|_| "ws connect".to_owned())?;
+    connect_from(server, 0, path).await
+}
+
+/// [`connect`] from loopback address 127.0.0.(1 + `source`), so that many sockets to one
+/// server port do not run out of one address's ephemeral ports; source 0 lets the kernel
+/// choose (as for a server elsewhere than on loopback).
+pub async fn connect_from(server: &str, source: u8, path: &str) -> Result<Socket, String> {
+    let stream = match source {
+        0 => TcpStream::connect(server).await,
+        _ => connect_bound(server, source).await,
+    }
+    .map_err(|_| "ws connect".to_owned())?;
     stream
         .set_nodelay(true)
         .map_err(|_| "ws connect".to_owned())?;
@@ -43,4 +52,14 @@ fn short_error(error: &tokio_tungstenite::tungstenite::Error) -> String {
         Error::Io(io) => format!("{:?}", io.kind()),
         other => other.to_string().chars().take(40).collect(),
     }
+}
+
+async fn connect_bound(server: &str, source: u8) -> std::io::Result<TcpStream> {
+    let address = tokio::net::lookup_host(server)
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind((std::net::Ipv4Addr::new(127, 0, 0, 1 + source), 0).into())?;
+    socket.connect(address).await
 }

@@ -109,3 +109,33 @@ fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
         assert!(bytes > 0.0 && bytes < 1024.0 * 1024.0, "{figure}: {report}");
     }
 }
+
+/// At human pace each player thinks before each command, so a game moves at most once
+/// per half a think time; games are set up at the given rate, from several addresses.
+#[test]
+fn a_human_pace_run_moves_no_faster_than_its_players_think() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let database = directory.path().join("pace.db");
+    let server = format!(
+        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
+        server_binary().display(),
+        database.display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
+        .args(["run", "--spawn-server", &server, "--games", "4"])
+        .args(["--duration", "4s", "--think", "200ms", "--setup-rate", "8"])
+        .args(["--source-addresses", "2", "--json"])
+        .output()
+        .expect("the load generator runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the run failed: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    assert_eq!(report["error_total"], 0, "{report}");
+    assert_eq!(report["commands_unanswered"], 0, "{report}");
+    let moves_per_second = report["moves_per_second"].as_f64().unwrap();
+    // 4 games, each waiting at least 100 ms before every command.
+    assert!(
+        moves_per_second > 0.0 && moves_per_second <= 40.0,
+        "{moves_per_second} moves/s: {report}"
+    );
+}
