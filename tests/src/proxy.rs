@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
 /// A Postgres simple-query message carrying `COMMIT`: type `Q`, a 4-byte big-endian
@@ -18,7 +19,8 @@ const COMMIT_QUERY: &[u8] = b"Q\x00\x00\x00\x0bCOMMIT\x00";
 pub struct TcpProxy {
     pub port: u16,
     target: SocketAddr,
-    accepting: Option<JoinHandle<()>>,
+    /// The forwarding task, and how to tell it to stop.
+    accepting: Option<(JoinHandle<()>, watch::Sender<bool>)>,
     faults: Faults,
 }
 
@@ -41,7 +43,7 @@ impl TcpProxy {
         TcpProxy {
             port,
             target,
-            accepting: Some(tokio::spawn(forward(listener, target, faults.clone()))),
+            accepting: Some(start_forwarding(listener, target, faults.clone())),
             faults,
         }
     }
@@ -63,10 +65,14 @@ impl TcpProxy {
         self.faults.reply_delay_ms.store(millis, Ordering::SeqCst);
     }
 
-    /// Cuts every open connection and refuses new ones, as a lost database would.
-    pub fn cut(&mut self) {
-        if let Some(task) = self.accepting.take() {
-            task.abort();
+    /// Cuts every open connection and refuses new ones, as a lost database would; every
+    /// forwarded socket is closed when this returns (an abort alone would close them
+    /// whenever the runtime next ran their tasks, and a busy machine let a write through
+    /// after the cut).
+    pub async fn cut(&mut self) {
+        if let Some((task, stop)) = self.accepting.take() {
+            let _ = stop.send(true);
+            let _ = task.await;
         }
     }
 
@@ -75,24 +81,46 @@ impl TcpProxy {
         let listener = TcpListener::bind(("127.0.0.1", self.port))
             .await
             .expect("the same port again");
-        let faults = self.faults.clone();
-        self.accepting = Some(tokio::spawn(forward(listener, self.target, faults)));
+        self.accepting = Some(start_forwarding(listener, self.target, self.faults.clone()));
     }
 }
 
 impl Drop for TcpProxy {
     fn drop(&mut self) {
-        self.cut();
+        if let Some((task, _)) = self.accepting.take() {
+            task.abort();
+        }
     }
 }
 
-/// Accepts connections and pipes each to `target`. Aborting this task drops the set of
-/// connection tasks, which aborts them and closes their sockets.
-async fn forward(listener: TcpListener, target: SocketAddr, faults: Faults) {
+fn start_forwarding(
+    listener: TcpListener,
+    target: SocketAddr,
+    faults: Faults,
+) -> (JoinHandle<()>, watch::Sender<bool>) {
+    let (stop, stopped) = watch::channel(false);
+    (
+        tokio::spawn(forward(listener, target, faults, stopped)),
+        stop,
+    )
+}
+
+/// Accepts connections and pipes each to `target` until told to stop; then ends every
+/// connection and waits for them, so that their sockets are closed when it returns.
+async fn forward(
+    listener: TcpListener,
+    target: SocketAddr,
+    faults: Faults,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut connections = JoinSet::new();
     loop {
-        let Ok((inbound, _)) = listener.accept().await else {
-            continue;
+        let inbound = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((inbound, _)) => inbound,
+                Err(_) => continue,
+            },
+            _ = stop.changed() => break,
         };
         let faults = faults.clone();
         connections.spawn(async move {
@@ -101,15 +129,17 @@ async fn forward(listener: TcpListener, target: SocketAddr, faults: Faults) {
             }
         });
     }
+    connections.shutdown().await;
 }
 
-/// Pipes one connection both ways. When armed, a COMMIT from the client is passed on,
-/// given time to take effect, and then the connection is dropped without its reply.
+/// Pipes one connection both ways, in one task so that ending the task closes both
+/// sockets. When armed, a COMMIT from the client is passed on, its reply is not, and the
+/// connection is dropped once the COMMIT had time to take effect.
 async fn pipe(inbound: TcpStream, outbound: TcpStream, faults: Faults) {
     let (mut client_read, mut client_write) = inbound.into_split();
     let (mut server_read, mut server_write) = outbound.into_split();
     let delay = faults.reply_delay_ms.clone();
-    let replies = tokio::spawn(async move {
+    let replies = async move {
         let mut buffer = vec![0u8; 64 * 1024];
         while let Ok(read) = server_read.read(&mut buffer).await {
             let millis = delay.load(Ordering::SeqCst);
@@ -120,19 +150,28 @@ async fn pipe(inbound: TcpStream, outbound: TcpStream, faults: Faults) {
                 break;
             }
         }
-    });
-    let mut buffer = vec![0u8; 64 * 1024];
-    while let Ok(read) = client_read.read(&mut buffer).await {
-        if read == 0 || server_write.write_all(&buffer[..read]).await.is_err() {
-            break;
+    };
+    let requests = async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        while let Ok(read) = client_read.read(&mut buffer).await {
+            if read == 0 || server_write.write_all(&buffer[..read]).await.is_err() {
+                return None;
+            }
+            let chunk = &buffer[..read];
+            let is_commit = chunk.windows(COMMIT_QUERY.len()).any(|w| w == COMMIT_QUERY);
+            if is_commit && faults.lose_commit_reply.swap(false, Ordering::SeqCst) {
+                // Holds the database's side open while the COMMIT takes effect.
+                return Some(server_write);
+            }
         }
-        let chunk = &buffer[..read];
-        let is_commit = chunk.windows(COMMIT_QUERY.len()).any(|w| w == COMMIT_QUERY);
-        if is_commit && faults.lose_commit_reply.swap(false, Ordering::SeqCst) {
-            replies.abort();
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            return;
-        }
+        None
+    };
+    let lost_reply = tokio::select! {
+        () = replies => None,
+        kept = requests => kept,
+    };
+    // The replies' half is gone with its future: nothing more reaches the client.
+    if let Some(_database_side) = lost_reply {
+        tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    replies.abort();
 }

@@ -34,7 +34,7 @@ async fn liveness_stays_up_while_readiness_follows_the_database() {
     assert_eq!(api.get("/healthz").await.0, 200);
     let (status, ready) = api.get("/readyz").await;
     assert_eq!((status, &ready["status"]), (200, &json!("ready")));
-    proxy.cut();
+    proxy.cut().await;
     let (status, ready) = api.get("/readyz").await;
     assert_eq!(status, 503, "{ready}");
     assert_eq!(ready["error"]["code"], "database_unavailable");

@@ -22,7 +22,7 @@ async fn a_lost_database_gives_try_again_errors_and_play_resumes_when_it_returns
         table.play_one().await;
     }
     let seq = table.seq();
-    proxy.cut();
+    proxy.cut().await;
 
     let mover = table.mover().unwrap();
     let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
@@ -228,7 +228,7 @@ async fn with_the_database_away_commands_fail_fast_and_reads_never_wait() {
         table.play_one().await;
         tables.push(table);
     }
-    proxy.cut();
+    proxy.cut().await;
 
     let watched = tables[0].game.clone();
     let asked = Instant::now();
@@ -289,7 +289,7 @@ async fn sigterm_exits_within_the_drain_timeout_while_the_database_is_away() {
     let server = TestServer::start_with(&url, &options).await;
     let mut table = Table::start(&server, 2, json!({}), 9).await;
     table.play_one().await;
-    proxy.cut();
+    proxy.cut().await;
     let mover = table.mover().expect("a player to move");
     let chosen = table.players[mover].legal_moves.clone().unwrap()[0].clone();
     let command = json!({ "type": "command", "id": "cut-off", "seq": table.seq(), "move": chosen });
