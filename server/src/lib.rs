@@ -207,43 +207,49 @@ async fn connect_store(
     }
 }
 
-/// Brings back every unfinished lobby and game from its log: all of them for a single
-/// node; in cluster mode only those whose lease this node still holds (restarted under
-/// the same name before they lapsed); the lease keeper's sweep takes the unowned ones.
+/// Brings back every unfinished lobby and game from its log. A single node notes them
+/// and listens at once: each is restored on its first request, or by a background task
+/// (see `rooms::restore`). In cluster mode only those whose lease this node still holds
+/// (restarted under the same name before they lapsed) are restored, before listening;
+/// the lease keeper's sweep takes the unowned ones.
 async fn restore_rooms(state: &AppState, take_over_from_cluster: bool) -> Result<(), ServeError> {
+    let Some(cluster) = &state.cluster else {
+        take_over_leases(state, take_over_from_cluster).await?;
+        let ids = state.store.live_game_ids().await?;
+        tracing::info!(
+            unfinished = ids.len(),
+            "unfinished games restored on demand and in the background"
+        );
+        state.unrestored.extend(ids);
+        let background = state
+            .unrestored
+            .clone()
+            .restore_the_rest(state.rooms.clone());
+        state.tasks.spawn(background);
+        return Ok(());
+    };
     let mut live = state.store.live_games().await?;
     let asked = BootTime::now();
-    match &state.cluster {
-        Some(cluster) => {
-            // Restarted under its old name, this node has none of its finished games'
-            // post-game rooms up: other nodes must not send their visitors here.
-            state.store.release_finished_games(&cluster.node).await?;
-            let held = state
-                .store
-                .renew_leases(&cluster.node, cluster.lease_ttl)
-                .await?;
-            live.retain(|game| held.contains(&game.lobby.id));
-            cluster.lease.renewed(asked, held.into_iter().collect());
-        }
-        None => take_over_leases(state, take_over_from_cluster).await?,
-    }
+    // Restarted under its old name, this node has none of its finished games' post-game
+    // rooms up: other nodes must not send their visitors here.
+    state.store.release_finished_games(&cluster.node).await?;
+    let held = state
+        .store
+        .renew_leases(&cluster.node, cluster.lease_ttl)
+        .await?;
+    live.retain(|game| held.contains(&game.lobby.id));
+    cluster.lease.renewed(asked, held.into_iter().collect());
     let count = live.len();
     for game in live {
         let id = game.lobby.id;
         match Room::restore(game, state.rooms.services.clone()) {
-            Ok(mut room) => match &state.cluster {
-                Some(cluster) => {
-                    room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
-                    let started =
-                        cluster::start_owned_room(&state.rooms, cluster, room, true).await;
-                    if let Err(error) = started {
-                        tracing::error!(room = %id, %error, "cannot serve a restored game");
-                    }
+            Ok(mut room) => {
+                room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
+                let started = cluster::start_owned_room(&state.rooms, cluster, room, true).await;
+                if let Err(error) = started {
+                    tracing::error!(room = %id, %error, "cannot serve a restored game");
                 }
-                None => {
-                    state.rooms.spawn_room(room);
-                }
-            },
+            }
             Err(error) => {
                 tracing::error!(room = %id, %error, "cannot restore; left in the database")
             }

@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::queue::QueueSettings;
 use crate::rooms::actor::RoomServices;
 use crate::rooms::registry::{RoomOpener, RoomRegistry};
+use crate::rooms::restore::Unrestored;
 use crate::rooms::{RoomHandle, RoomSettings};
 use carcassonne_store::Store;
 use std::sync::Arc;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub store: Store,
     /// This node's live rooms, and what starting one takes.
     pub rooms: RoomRegistry,
+    /// A single node's unfinished games that have no room yet, after a start.
+    pub unrestored: Unrestored,
     pub metrics: Arc<Metrics>,
     pub limits: Arc<Limits>,
     pub shutdown: CancellationToken,
@@ -68,6 +71,7 @@ impl AppState {
         };
         AppState {
             rooms: RoomRegistry::new(services, tasks.clone(), shutdown.clone()),
+            unrestored: Unrestored::default(),
             store,
             metrics,
             connection_slots: Arc::new(Semaphore::new(limits.max_connections)),
@@ -109,7 +113,7 @@ impl AppState {
         }
         match &self.cluster {
             Some(cluster) => Ok(cluster::resolve(&self.rooms, cluster, id).await?),
-            None => Ok(None),
+            None => Ok(self.unrestored.restore(&self.rooms, id).await?),
         }
     }
 

@@ -820,6 +820,12 @@ impl Store {
         on_backend!(self, "stored_at", db => db.stored_at(game, seq))
     }
 
+    /// The ids of every open or playing lobby, oldest first: what a restart serves, known
+    /// before any of it is read.
+    pub async fn live_game_ids(&self) -> Result<Vec<Uuid>, StoreError> {
+        on_backend!(self, "live_game_ids", db => db.live_game_ids())
+    }
+
     /// Every open or playing lobby with its seats, move log, the newest
     /// [`LIVE_CHAT_ENTRIES`] entries of its chat and its chat mutes, to restore at
     /// start-up. Oldest lobby first.

@@ -485,5 +485,5 @@ async fn an_idle_open_lobby_expires_and_leaves_memory() {
     // And it is not restored at the next start.
     server.terminate().await;
     let server = TestServer::start_with(&database.url(), &options).await;
-    assert!(server.log().contains("restored=0"), "{}", server.log());
+    assert!(server.log().contains("unfinished=0"), "{}", server.log());
 }

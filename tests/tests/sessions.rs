@@ -237,3 +237,53 @@ async fn a_players_first_snapshot_lists_its_own_seat_as_connected() {
     let snapshot = ann.next_of("snapshot").await;
     assert_eq!(snapshot["connected"], json!([0]), "{snapshot}");
 }
+
+/// A single node listens before it reads its unfinished games: the first request to one
+/// restores that game at once, and the others are restored in the background though
+/// nobody asks for them (their clocks and bots must run). Every game goes on from where
+/// it stood.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_a_game_is_served_on_its_first_request_and_the_rest_come_back_unasked() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut tables = Vec::new();
+    for seed in 0..3 {
+        let mut table = Table::start(&server, 2, json!({ "tile_limit": 12 }), seed).await;
+        table.play_one().await;
+        tables.push(table);
+    }
+    let seqs: Vec<u64> = tables.iter().map(Table::seq).collect();
+    server.kill().await;
+    let server = TestServer::start(&database.url()).await;
+    assert!(server.log().contains("unfinished=3"), "{}", server.log());
+
+    let mut first = tables.remove(0);
+    first.reconnect(&server).await;
+    assert_eq!(first.seq(), seqs[0], "nothing was lost or added");
+    first.play_one().await;
+    assert_eq!(first.seq(), seqs[0] + 1);
+
+    let api = Api::new(server.http());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, health) = api.get("/healthz").await;
+        if health["live_games"] == 3 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{health}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        server.log().contains("restored in the background"),
+        "{}",
+        server.log()
+    );
+    for (table, seq) in tables.iter_mut().zip(&seqs[1..]) {
+        table.reconnect(&server).await;
+        assert_eq!(table.seq(), *seq, "nothing was lost or added");
+        table.play_to_the_end().await;
+        table.assert_mirrors_agree();
+    }
+    first.play_to_the_end().await;
+    first.assert_mirrors_agree();
+}

@@ -20,6 +20,7 @@ pub mod outgoing;
 pub mod patch;
 pub mod registry;
 pub mod rematch;
+pub mod restore;
 pub mod tenure;
 pub mod view;
 pub mod writes;

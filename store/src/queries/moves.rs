@@ -296,6 +296,12 @@ where
         }))
     }
 
+    pub(crate) async fn live_game_ids(&self) -> Result<Vec<Uuid>, StoreError> {
+        let sql = "SELECT id FROM lobbies WHERE status IN ('open', 'playing') \
+                   ORDER BY created_at, id";
+        Ok(sqlx::query_scalar(sql).fetch_all(&self.pool).await?)
+    }
+
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
         let queries = live_queries!("status IN ('open', 'playing')", "$1");
         self.read_live(&queries, None).await

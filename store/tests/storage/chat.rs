@@ -7,7 +7,7 @@ use carcassonne_store::{
 };
 use uuid::Uuid;
 
-use crate::common::{Context, EPOCH, open_lobby, playing_game, seat};
+use crate::common::{Context, EPOCH, move_row, open_lobby, playing_game, seat};
 
 /// Entry `chat_seq`, for the players only when `chat_seq` is a multiple of three.
 fn entry(chat_seq: u64) -> ChatEntryRow {
@@ -187,6 +187,33 @@ backend_tests! {
         let left = store.chat_mutes(game.id).await.unwrap();
         assert_eq!(left, vec![expected[0].clone(), expected[2].clone()]);
         assert!(store.chat_mutes(Uuid::new_v4()).await.unwrap().is_empty());
+    }
+
+    // A restarted single node reads one game alone when it is first asked for, and all
+    // the others in one go: both reads must give the same game, and the ids read first
+    // must be exactly those games.
+    async fn one_game_read_alone_is_the_same_as_read_with_all_the_others(context: Context) {
+        let store = &context.store;
+        let moving = playing_game(store, &[seat(0, "Ada", None), seat(1, "Bo", None)]).await;
+        for seq in moving.seq + 1..=moving.seq + 4 {
+            let mv = move_row(seq, (seq % 2) as u8, &format!("c{seq}"));
+            store.append_move(moving.id, &mv).await.unwrap();
+        }
+        write_entries(store, moving.id, 5).await;
+        store.set_chat_mute(moving.id, 1, "seat:0", true).await.unwrap();
+        playing_game(store, &[seat(0, "Cy", None)]).await;
+        let open = open_lobby("open", EPOCH + 1);
+        store.create_lobby(&open, &seat(0, "Di", None)).await.unwrap();
+
+        let all = store.live_games().await.unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all.iter().find(|game| game.lobby.id == moving.id).unwrap().moves.len(), 4);
+        let ids: Vec<Uuid> = all.iter().map(|game| game.lobby.id).collect();
+        assert_eq!(store.live_game_ids().await.unwrap(), ids, "the same games, oldest first");
+        for game in &all {
+            let alone = store.live_game(game.lobby.id).await.unwrap();
+            assert_eq!(alone.as_ref(), Some(game));
+        }
     }
 
     async fn live_games_bring_the_newest_chat_and_the_mutes(context: Context) {
