@@ -93,7 +93,7 @@ pub async fn measure(options: &MemoryOptions) -> Result<MemoryReport, String> {
         .map(|(number, seats)| Table::new(seats, options.seed + number as u64))
         .collect();
     let started = rss.settled().await?;
-    report.room_at_start = per(started - report.rss_before, tables.len());
+    report.room_at_start = per(started.saturating_sub(report.rss_before), tables.len());
     tables = connect_all(&server, tables).await;
     let connected = rss.settled().await?;
     report.player_connection = per(connected.saturating_sub(started), tables.len() * 2);

@@ -9,8 +9,9 @@
 //!
 //! Why the background's one read may be used after requests restored some games: on a
 //! single node only a game's room changes it, so a game without a room is as the read
-//! found it; and a game is restored by whoever takes it out of the set of unrestored
-//! ones first, under one lock, so never twice.
+//! found it; and a game is restored under one lock by whoever finds it still in the set
+//! of unrestored ones, from a read made while it had no room, and leaves the set only
+//! once its room is registered: never twice, and never missing in between.
 
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
@@ -54,17 +55,22 @@ impl Unrestored {
         rooms: &RoomRegistry,
         id: Uuid,
     ) -> Result<Option<RoomHandle>, RoomError> {
+        // An id leaves the set only once its room is registered (or cannot be restored),
+        // so a game not in the set has its room by now, or none at all.
         if !self.contains(id) {
-            return Ok(None);
+            return Ok(rooms.get(id));
         }
+        // Read outside the lock, so that the games first asked for after a restart are
+        // read side by side; the read is used only by whoever restores the game.
+        let live = rooms.store().live_game(id).await?;
         let _one_at_a_time = self.restoring.lock().await;
         if !self.contains(id) {
             // Restored meanwhile, by the background or another request.
             return Ok(rooms.get(id));
         }
-        let live = rooms.store().live_game(id).await?;
+        let room = live.and_then(|game| start(rooms, game));
         self.lock().remove(&id);
-        Ok(live.and_then(|game| start(rooms, game)))
+        Ok(room)
     }
 
     /// Reads every unfinished game and starts the rooms of those still unrestored;
@@ -90,8 +96,10 @@ impl Unrestored {
                 return;
             }
             let _one_at_a_time = self.restoring.lock().await;
-            if self.lock().remove(&game.lobby.id) && start(&rooms, game).is_some() {
-                restored += 1;
+            let id = game.lobby.id;
+            if self.contains(id) {
+                restored += usize::from(start(&rooms, game).is_some());
+                self.lock().remove(&id);
             }
         }
         // Games finished or cancelled between the ids' read and this one have nothing
