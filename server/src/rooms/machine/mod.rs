@@ -48,8 +48,10 @@ mod timers;
 mod tests;
 
 /// Beyond this many missed updates a client gets a snapshot instead of the patches: at
-/// human pace, over a minute away. Each update kept costs its room about 240 bytes.
-const MAX_CATCH_UP: u64 = 32;
+/// human pace, about half a minute away, as long as a network blip or a phone's screen
+/// lock lasts. Each update kept costs its room about 470 bytes (the update, its frame
+/// for the other players and the mover's token hash).
+const MAX_CATCH_UP: u64 = 16;
 /// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
 /// (a whole game's would stay in memory).
 const RECENT_UPDATES: usize = MAX_CATCH_UP as usize;
