@@ -166,7 +166,7 @@ impl RemoteRoom {
             tokio::select! {
                 request = requests.recv() => match request {
                     Some(Mail::Unload) => break Stop::Reconnect,
-                    Some(Mail::Request(request, reply)) => self.forward(request, reply),
+                    Some(Mail::Request(request, reply)) => self.forward(*request, reply),
                     None => break Stop::Idle,
                 },
                 message = heard.published.next() => match message.map(|m| Published::decode(m.headers.as_ref(), m.payload)) {

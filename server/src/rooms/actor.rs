@@ -384,7 +384,7 @@ impl Room {
     /// Takes mail in.
     fn receive(&mut self, mail: Mail) {
         match mail {
-            Mail::Request(request, reply) => self.take_in(request, reply),
+            Mail::Request(request, reply) => self.take_in(*request, reply),
             Mail::Unload => self.lose_game(),
         }
     }

@@ -61,10 +61,12 @@ impl Reply {
     }
 }
 
-/// What a room's queue carries.
+/// What a room's queue carries. The request is boxed: the queue allocates its slots 32 at
+/// a time, the first 32 with the room, and a request inline (88 bytes) made that first
+/// block 3.3 KB of every room, idle ones included.
 #[derive(Debug)]
 pub enum Mail {
-    Request(Request, Reply),
+    Request(Box<Request>, Reply),
     /// The room stops where it stands and its connections reconnect: this node no longer
     /// holds the game's lease (cluster mode), so another node decides it now. Never sent
     /// between nodes.
@@ -180,7 +182,7 @@ impl RoomHandle {
     pub async fn ask<T: Expected>(&self, request: Request) -> Result<T, RoomError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(Mail::Request(request, Reply(Some(reply))))
+            .send(Mail::Request(Box::new(request), Reply(Some(reply))))
             .await
             .map_err(|_| RoomError::ShuttingDown)?;
         let answer = answer.await.map_err(|_| RoomError::ShuttingDown)??;
@@ -233,7 +235,7 @@ impl RoomHandle {
         // A room that has stopped no longer cares.
         let _ = self
             .sender
-            .send(Mail::Request(request, Reply::nobody()))
+            .send(Mail::Request(Box::new(request), Reply::nobody()))
             .await;
     }
 }
