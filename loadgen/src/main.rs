@@ -1,7 +1,8 @@
 //! The `carcassonne-loadgen` command line: `run` a load against a server, or serve the
 //! baseline's WebSocket `echo`.
 
-use carcassonne_loadgen::memory::{MemoryOptions, measure};
+use carcassonne_loadgen::memory::{self, MemoryOptions};
+use carcassonne_loadgen::restart::{self, RestartOptions};
 use carcassonne_loadgen::run::{RunOptions, run};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -52,6 +53,10 @@ enum Command {
     /// deltas over many of them); see docs/performance.md, "Memory".
     #[command(after_help = LIMITS_HELP)]
     Memory(MemoryArgs),
+    /// Kill a server with many unfinished games (SIGKILL), start it again, and time how
+    /// soon it listens, is ready and moves; see docs/performance.md, "A restart".
+    #[command(after_help = LIMITS_HELP)]
+    Restart(RestartArgs),
     /// Serve WebSocket echo (the baseline's server); prints `listening ADDRESS`.
     Echo {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -145,6 +150,29 @@ struct MemoryArgs {
     json: bool,
 }
 
+#[derive(clap::Args)]
+struct RestartArgs {
+    /// Start the server as "BINARY ARGS..." (with `--listen 127.0.0.1:0` added), twice;
+    /// its database must outlive it (Postgres, or an SQLite file).
+    #[arg(long)]
+    spawn_server: String,
+    /// Unfinished games at the kill.
+    #[arg(long, default_value_t = 10_000)]
+    games: usize,
+    /// Moves each game plays before the kill.
+    #[arg(long, default_value_t = 10)]
+    moves: usize,
+    /// Games, spread over all, moved in at once right after the restart.
+    #[arg(long, default_value_t = 100)]
+    sample: usize,
+    /// Seed of the move choices.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
 impl RunArgs {
     fn options(&self) -> RunOptions {
         RunOptions {
@@ -182,15 +210,23 @@ async fn main() -> ExitCode {
                 echo: args.echo,
                 seed: args.seed,
             };
-            match measure(&options).await {
-                Ok(report) if args.json => {
-                    println!("{}", serde_json::to_string(&report).expect("serializes"));
-                    ExitCode::SUCCESS
-                }
-                Ok(report) => {
-                    print!("{}", report.table());
-                    ExitCode::SUCCESS
-                }
+            match memory::measure(&options).await {
+                Ok(report) if args.json => print_json(&report),
+                Ok(report) => print_table(&report.table()),
+                Err(error) => fail(&error),
+            }
+        }
+        Command::Restart(args) => {
+            let options = RestartOptions {
+                spawn_server: args.spawn_server,
+                games: args.games,
+                moves: args.moves,
+                sample: args.sample.max(1),
+                seed: args.seed,
+            };
+            match restart::measure(&options).await {
+                Ok(report) if args.json => print_json(&report),
+                Ok(report) => print_table(&report.table()),
                 Err(error) => fail(&error),
             }
         }
@@ -210,6 +246,19 @@ async fn main() -> ExitCode {
             Err(error) => fail(&error),
         },
     }
+}
+
+fn print_json(report: &impl serde::Serialize) -> ExitCode {
+    println!(
+        "{}",
+        serde_json::to_string(report).expect("a report serializes")
+    );
+    ExitCode::SUCCESS
+}
+
+fn print_table(table: &str) -> ExitCode {
+    print!("{table}");
+    ExitCode::SUCCESS
 }
 
 fn fail(message: &str) -> ExitCode {

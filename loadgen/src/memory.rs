@@ -8,9 +8,12 @@
 //! 4. The games are played on in steps of a few moves each, every game at once, to their
 //!    end, the players staying connected (and idle between steps): the room as its
 //!    game grows, taken as the RSS per game less two fresh players' connections.
-//! 5. Optionally, N connections to a bare WebSocket echo server: the floor of any socket.
+//! 5. The players leave their ended games, which stay in memory for their post-game
+//!    stay: the room at its end with its sockets excluded (any memory the closed sockets
+//!    leave behind is still counted in it).
+//! 6. Optionally, N connections to a bare WebSocket echo server: the floor of any socket.
 //!
-//! Everything stays open to the end: a socket closed before a step would leave its
+//! Everything else stays open to the end: a socket closed before a step would leave its
 //! memory to the next, which would then seem to cost nothing.
 //!
 //! Each figure is the RSS delta of its step divided by the number of games or
@@ -19,22 +22,15 @@
 use crate::idle;
 use crate::process::{self, Spawned};
 use crate::procfs;
-use crate::protocol::{self, MovePicker};
-use crate::rest::{Api, Seat};
+use crate::rest::Api;
 use crate::socket::{self, Socket};
-use futures_util::{SinkExt, StreamExt, stream};
+use crate::table::{AT_ONCE, Table, advance_all, connect_all, set_up_games};
+use futures_util::{StreamExt, stream};
 use serde::Serialize;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::Message;
-
-/// How many games (or connections) are set up or advanced at once.
-const AT_ONCE: usize = 16;
 
 /// How long the server is left before its RSS is read: its writes and timers settle.
 const SETTLE: Duration = Duration::from_secs(1);
-
-/// How long a game may take to answer one move before the benchmark gives up.
-const MOVE_PATIENCE: Duration = Duration::from_secs(30);
 
 /// What to measure; see `carcassonne-loadgen memory --help`.
 #[derive(Clone, Debug)]
@@ -60,6 +56,9 @@ pub struct MemoryReport {
     pub room_by_moves: Vec<(usize, f64)>,
     /// The most a room held at any step.
     pub room_most: f64,
+    /// A room at the end of its game once its players have left (in its post-game stay):
+    /// the room with no socket of its own, as the issue of a room's size counts it.
+    pub room_at_end_players_gone: f64,
     /// One spectator's open, idle connection.
     pub spectator_connection: f64,
     /// One connection to the bare echo server, when measured.
@@ -110,7 +109,10 @@ pub async fn measure(options: &MemoryOptions) -> Result<MemoryReport, String> {
     }
     report.failures = options.games - tables.len();
     report.room_most = report.room_most.max(report.room_at_start);
+    let games = tables.len();
     drop(tables);
+    let left = rss.settled().await?;
+    report.room_at_end_players_gone = per(left.saturating_sub(report.rss_before), games);
     drop(spectators.close().await);
     if options.echo {
         report.echo_connection = Some(echo_connection(options.games).await?);
@@ -131,169 +133,6 @@ impl Rss {
 
 fn per(bytes: u64, count: usize) -> f64 {
     bytes as f64 / count.max(1) as f64
-}
-
-/// Creates, fills and starts `count` games; returns both seats of those that started.
-async fn set_up_games(api: &Api, count: usize) -> Vec<[Seat; 2]> {
-    stream::iter(0..count)
-        .map(|_| async {
-            let creator = api.create_lobby("memory").await?;
-            let joiner = api.join(&creator.lobby).await?;
-            api.start(&creator).await?;
-            Ok::<_, String>([creator, joiner])
-        })
-        .buffer_unordered(AT_ONCE)
-        .filter_map(|seats| async { seats.ok() })
-        .collect()
-        .await
-}
-
-/// One game's two players, moving only when told to.
-struct Table {
-    seats: [Seat; 2],
-    /// Both players' sockets, while they are connected.
-    players: Vec<Socket>,
-    /// The player to move and the `seq` and legal moves (a move's JSON each) they have.
-    to_move: Option<(usize, u64, Vec<String>)>,
-    picker: MovePicker,
-    commands: u64,
-    over: bool,
-}
-
-/// (Re)connects both players of every table, each with a hello that asks for a snapshot.
-async fn connect_all(server: &str, tables: Vec<Table>) -> Vec<Table> {
-    stream::iter(tables)
-        .map(|mut table| async move {
-            table.connect(server).await?;
-            Ok::<_, String>(table)
-        })
-        .buffer_unordered(AT_ONCE)
-        .filter_map(|table| async { table.ok() })
-        .collect()
-        .await
-}
-
-async fn advance_all(tables: Vec<Table>, moves: usize) -> Vec<Table> {
-    stream::iter(tables)
-        .map(|mut table| async move {
-            let moved = tokio::time::timeout(MOVE_PATIENCE * moves as u32, table.advance(moves));
-            match moved.await {
-                Ok(Ok(())) => Some(table),
-                _ => None,
-            }
-        })
-        .buffer_unordered(AT_ONCE)
-        .filter_map(|table| async { table })
-        .collect()
-        .await
-}
-
-/// What a frame told a table.
-#[derive(Debug, PartialEq, Eq)]
-enum Heard {
-    Snapshot,
-    Update(u64),
-    Ack,
-    Other,
-}
-
-impl Table {
-    fn new(seats: [Seat; 2], seed: u64) -> Table {
-        Table {
-            seats,
-            players: Vec::new(),
-            to_move: None,
-            picker: MovePicker::new(seed),
-            commands: 0,
-            over: false,
-        }
-    }
-
-    async fn connect(&mut self, server: &str) -> Result<(), String> {
-        self.players.clear();
-        for seat in 0..2 {
-            let path = format!("/ws/games/{}", self.seats[seat].lobby);
-            self.players.push(socket::connect(server, &path).await?);
-            let hello = protocol::hello_text(Some(&self.seats[seat].token));
-            self.send(seat, hello).await?;
-            self.read_until(seat, |heard| heard == Heard::Snapshot)
-                .await?;
-        }
-        Ok(())
-    }
-
-    async fn send(&mut self, seat: usize, text: String) -> Result<(), String> {
-        self.players[seat]
-            .send(Message::Text(text.into()))
-            .await
-            .map_err(|_| "ws send".to_owned())
-    }
-
-    /// Plays `moves` moves (fewer if the game ends), each answered before the next.
-    async fn advance(&mut self, moves: usize) -> Result<(), String> {
-        for _ in 0..moves {
-            if self.over {
-                return Ok(());
-            }
-            let (seat, seq, legal) = self.to_move.take().ok_or("nobody to move")?;
-            let chosen = legal[self.picker.index(legal.len())].clone();
-            let other = 1 - seat;
-            self.commands += 1;
-            let id = format!("m{}", self.commands);
-            self.send(seat, protocol::command_text(&id, seq, &chosen))
-                .await?;
-            let next = seq + 1;
-            let (mut acked, mut updated) = (false, false);
-            self.read_until(seat, |heard| {
-                acked |= heard == Heard::Ack;
-                updated |= heard == Heard::Update(next);
-                acked && updated
-            })
-            .await?;
-            self.read_until(other, |heard| heard == Heard::Update(next))
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// Reads `seat`'s socket until `wanted` says so, noting legal moves and the end.
-    async fn read_until(
-        &mut self,
-        seat: usize,
-        mut wanted: impl FnMut(Heard) -> bool,
-    ) -> Result<(), String> {
-        loop {
-            let message = tokio::time::timeout(MOVE_PATIENCE, self.players[seat].next())
-                .await
-                .map_err(|_| "no answer in time".to_owned())?;
-            let text = match message {
-                Some(Ok(Message::Text(text))) => text,
-                Some(Ok(_)) => continue,
-                _ => return Err("closed".to_owned()),
-            };
-            if wanted(self.absorb(seat, &text)?) {
-                return Ok(());
-            }
-        }
-    }
-
-    fn absorb(&mut self, seat: usize, text: &str) -> Result<Heard, String> {
-        let frame = protocol::parse_frame(text).map_err(|_| "unparsable frame".to_owned())?;
-        if let (Some(moves), Some(seq)) = (&frame.legal_moves, frame.seq) {
-            let legal = (0..moves.count()).filter_map(|index| moves.move_json(index));
-            self.to_move = Some((seat, seq, legal.collect()));
-        }
-        Ok(match frame.kind.as_ref() {
-            "snapshot" => Heard::Snapshot,
-            "update" => {
-                self.over |= frame.ends_the_game();
-                Heard::Update(frame.seq.unwrap_or_default())
-            }
-            "ack" => Heard::Ack,
-            "error" | "rejected" => return Err(format!("{} {}", frame.kind, frame.error_code())),
-            _ => Heard::Other,
-        })
-    }
 }
 
 /// The RSS one open connection adds to the bare echo server.
@@ -334,6 +173,7 @@ impl MemoryReport {
             row(&format!("room after {moves} moves"), kib(*bytes));
         }
         row("room, most", kib(self.room_most));
+        row("room, players gone", kib(self.room_at_end_players_gone));
         row("seated player connection", kib(self.player_connection));
         row("spectator connection", kib(self.spectator_connection));
         if let Some(echo) = self.echo_connection {

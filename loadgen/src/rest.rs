@@ -1,4 +1,4 @@
-//! The REST calls that set a game up: create a lobby, join it, start it.
+//! The REST calls that set a game up (create a lobby, join it, start it), and `/readyz`.
 
 use serde_json::{Value, json};
 
@@ -51,6 +51,12 @@ impl Api {
         self.post(&path, Some(&creator.token), json!({}), "start")
             .await
             .map(drop)
+    }
+
+    /// Whether the server answers `/readyz` with a success.
+    pub async fn ready(&self) -> bool {
+        let answer = self.http.get(format!("{}/readyz", self.base)).send().await;
+        answer.is_ok_and(|response| response.status().is_success())
     }
 
     async fn post(

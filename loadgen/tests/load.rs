@@ -108,6 +108,11 @@ fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
         let bytes = report[figure].as_f64().expect(figure);
         assert!(bytes > 0.0 && bytes < 1024.0 * 1024.0, "{figure}: {report}");
     }
+    // With its sockets closed a room may give back more than it took at 40 games.
+    let gone = report["room_at_end_players_gone"]
+        .as_f64()
+        .expect("a figure");
+    assert!(gone < 1024.0 * 1024.0, "room_at_end_players_gone: {report}");
 }
 
 /// At human pace each player thinks before each command, so a game moves at most once
@@ -138,4 +143,36 @@ fn a_human_pace_run_moves_no_faster_than_its_players_think() {
         moves_per_second > 0.0 && moves_per_second <= 40.0,
         "{moves_per_second} moves/s: {report}"
     );
+}
+
+/// The restart benchmark kills a server with unfinished games and moves in a sample of
+/// them on the restarted one: every sampled game must move, and the times must be in
+/// their order (docs/performance.md gives the figures at 10,000 games).
+#[test]
+fn the_restart_benchmark_moves_in_games_the_killed_server_left() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let database = directory.path().join("restart.db");
+    let server = format!(
+        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
+        server_binary().display(),
+        database.display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
+        .args(["restart", "--spawn-server", &server, "--games", "30"])
+        .args(["--moves", "4", "--sample", "10", "--json"])
+        .output()
+        .expect("the load generator runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the benchmark failed: {stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    assert_eq!(report["games"], 30, "{report}");
+    assert_eq!(report["sample_failures"], 0, "{report}");
+    assert_eq!(report["first_move_ms"]["count"], 10, "{report}");
+    let at = |figure: &str| report[figure].as_f64().expect(figure);
+    assert!(at("listening_after_ms") > 0.0, "{report}");
+    assert!(
+        at("all_sampled_moved_after_ms") >= at("listening_after_ms"),
+        "{report}"
+    );
+    assert!(report["first_move_ms"]["max"].as_f64().unwrap() > 0.0);
 }
