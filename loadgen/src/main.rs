@@ -1,5 +1,5 @@
-//! The `carcassonne-loadgen` command line: `run` a load against a server, or serve the
-//! baseline's WebSocket `echo`.
+//! The `carcassonne-loadgen` command line: `run` a load against a server, weigh its
+//! `memory`, time its `restart`, or serve the baseline's WebSocket `echo`.
 
 use carcassonne_loadgen::memory::{self, MemoryOptions};
 use carcassonne_loadgen::restart::{self, RestartOptions};

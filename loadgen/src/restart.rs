@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 /// How often `/readyz` is asked while the restarted server is not ready.
 const READY_POLL: Duration = Duration::from_millis(5);
 
+/// How long the restarted server may take to be ready before the benchmark gives up.
+const READY_PATIENCE: Duration = Duration::from_secs(60);
+
 /// What to measure; see `carcassonne-loadgen restart --help`.
 #[derive(Clone, Debug)]
 pub struct RestartOptions {
@@ -72,12 +75,13 @@ pub async fn measure(options: &RestartOptions) -> Result<RestartReport, String> 
     let server = second.address.to_string();
     let sampled = sample(tables, options.sample);
     let api = Api::new(&server);
-    let (ready, moved) = tokio::join!(
-        ready_after(&api, spawned_at),
-        move_once_each(&server, sampled)
-    );
-    report.ready_after_ms = millis(ready);
-    report.all_sampled_moved_after_ms = millis(spawned_at.elapsed());
+    let moving = async {
+        let moved = move_once_each(&server, sampled).await;
+        (moved, spawned_at.elapsed())
+    };
+    let (ready, (moved, all_moved)) = tokio::join!(ready_after(&api, spawned_at), moving);
+    report.ready_after_ms = millis(ready?);
+    report.all_sampled_moved_after_ms = millis(all_moved);
     report.sample_failures = options.sample.min(report.games) - moved.len() as usize;
     report.first_move_ms = Summary::of(&moved, 0.001);
     drop(second);
@@ -121,11 +125,14 @@ fn sample(tables: Vec<Table>, count: usize) -> Vec<Table> {
 }
 
 /// How long after `since` the server first answered `/readyz` with 200.
-async fn ready_after(api: &Api, since: Instant) -> Duration {
+async fn ready_after(api: &Api, since: Instant) -> Result<Duration, String> {
     while !api.ready().await {
+        if since.elapsed() > READY_PATIENCE {
+            return Err("the restarted server was not ready within 60 s".to_owned());
+        }
         tokio::time::sleep(READY_POLL).await;
     }
-    since.elapsed()
+    Ok(since.elapsed())
 }
 
 /// Connects the players of every table at once and plays one move in each; the time
