@@ -6,6 +6,14 @@ import { applyPatch } from "./patch.js";
 
 const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000];
 
+/**
+ * Refusals of a command that changed nothing and ask for the same command again (same
+ * id, so that it is never applied twice): a server over its capacity for a moment, or
+ * a database away (docs/protocol.md, "Commands"). The player need not play it again.
+ */
+const RESENT_REFUSALS = ["busy", "storage_unavailable"];
+const RESEND_DELAYS_MS = [1000, 2000, 4000, 8000];
+
 /** Refusals of a `say`, `mute` or `chat_policy`: the chat shows them, not the game. */
 export const CHAT_ERRORS = ["chat_rate_limited", "chat_closed", "bad_chat_text", "spectator_unknown"];
 
@@ -41,6 +49,8 @@ export class GameConnection {
     this.retries = 0;
     this.welcomes = 0;
     this.commandCount = 0;
+    /** The command sent and not yet answered: `{id, seq, move, resends}`. */
+    this.pending = null;
     this.deadlineAt = null;
     /** The last `rematch` frame heard (the server repeats it to a new connection). */
     this.rematch = null;
@@ -80,6 +90,7 @@ export class GameConnection {
   close() {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    clearTimeout(this.resendTimer);
     this.socket.close(1000);
   }
 
@@ -92,6 +103,10 @@ export class GameConnection {
     if (socket !== this.socket) return;
     this.online = false;
     this.legal = null;
+    // An unanswered command is not sent again on the next socket: its welcome brings
+    // the turn back, or the update of the move if it landed.
+    this.pending = null;
+    clearTimeout(this.resendTimer);
     const finished = this.state && ["finished", "cancelled"].includes(this.state.status);
     // A policy close is final (a bad hello, a rate limit), except when the server only
     // made room among connections still waiting for their hello: then try again.
@@ -164,7 +179,9 @@ export class GameConnection {
     this.listener.change(this);
   }
 
-  on_ack() {}
+  on_ack(message) {
+    if (this.pending?.id === message.id) this.pending = null;
+  }
 
   on_chat(message) {
     const entry = message.entry;
@@ -195,7 +212,30 @@ export class GameConnection {
   }
 
   on_rejected(message) {
+    const pending = this.pending?.id === message.id ? this.pending : null;
+    this.pending = null;
+    if (pending && pending.seq === this.seq && RESENT_REFUSALS.includes(message.error.code)) {
+      this.resendLater(pending, message.error.code);
+      return;
+    }
     this.listener.notice("Move refused: " + message.error.message);
+    // The command spent the legal moves: the server reminds a player still to move.
+    if (this.online && pending && pending.seq === this.seq) this.resync();
+  }
+
+  /** Sends `pending` again after a pause that grows with each refusal. */
+  resendLater(pending, code) {
+    const delay = RESEND_DELAYS_MS[Math.min(pending.resends, RESEND_DELAYS_MS.length - 1)];
+    const why = code === "busy" ? "The server is busy" : "The server cannot store moves right now";
+    this.listener.notice(`${why}; sending your move again in ${delay / 1000} s…`);
+    clearTimeout(this.resendTimer);
+    this.resendTimer = setTimeout(() => {
+      // Meanwhile the game moved on (the move landed after all, or a timeout), or the
+      // connection was lost: its welcome brings the turn back instead.
+      if (this.seq !== pending.seq || !this.online || this.pending) return;
+      this.pending = { ...pending, resends: pending.resends + 1 };
+      this.send({ type: "command", id: pending.id, seq: pending.seq, move: pending.move });
+    }, delay);
   }
 
   on_error(message) {
@@ -267,6 +307,7 @@ export class GameConnection {
     this.commandCount += 1;
     const id = `s${this.seat}-${this.seq}-${this.commandCount}-${Date.now() % 100000}`;
     this.legal = null;
+    this.pending = { id, seq: this.seq, move, resends: 0 };
     this.send({ type: "command", id, seq: this.seq, move });
     this.listener.change(this);
   }

@@ -3,8 +3,9 @@
 //! the last move, the clocks, the tiles to come, the final table, the replay); the
 //! details of play by mouse and keyboard on a desktop (turning the chosen tile, arrow
 //! keys on the board, the log after a reload and for a late spectator, notices that go
-//! away); aborting; quick play (waiting, cancelling, the matched game); a rematch
-//! against a bot; and axe-core's WCAG 2.2 AA rules on every page at both sizes.
+//! away; a move refused while the database is away, sent again until it lands); aborting;
+//! quick play (waiting, cancelling, the matched game); a rematch against a bot; and
+//! axe-core's WCAG 2.2 AA rules on every page at both sizes.
 //!
 //! Screenshots are saved under `target/browser-screenshots/` as a gallery a person can
 //! look at (`phone-*`): the start, the figure step, the last move, the final table and
@@ -13,6 +14,7 @@
 use carcassonne_tests::browser::{Browser, Driver, NewLobby, Stage, create_lobby};
 use carcassonne_tests::client::WsClient;
 use carcassonne_tests::database::TestDatabase;
+use carcassonne_tests::proxy::TcpProxy;
 use carcassonne_tests::server::TestServer;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -560,6 +562,70 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
     page.click("button[data-action=confirm-abort]").await;
     page.wait_until("window.carcassonne.connection.state.status === 'cancelled'")
         .await;
+}
+
+/// A move made while the database is away is refused (`storage_unavailable`: nothing
+/// was written). The page says it will send the move again, and does, with the same id,
+/// until the database is back: the move lands once, without the player making it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_refused_while_the_database_is_away_is_sent_again_until_it_lands() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let mut proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let server = TestServer::start(&database.url_through_port(proxy.port)).await;
+    let base = server.http();
+    let page = driver.open(1280, 900).await;
+    let lobby = NewLobby {
+        player: "ann",
+        seats: "2",
+        tile_limit: Some("10"),
+        expansions: &[],
+        turn_clock: false,
+        rated: false,
+    };
+    create_lobby(&page, &base, &lobby).await;
+    add_bot_and_start(&page).await;
+    page.wait_until(
+        "window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')",
+    )
+    .await;
+    let cell = page
+        .eval("window.carcassonne.connection.legal.place_tile[0]")
+        .await;
+    page.click(&format!("rect.target[data-cell='{},{}']", cell[0], cell[1]))
+        .await;
+    let before = page.seq().await;
+    let tiles = page
+        .eval("window.carcassonne.connection.state.game.board.length")
+        .await;
+
+    proxy.cut().await;
+    page.keys(ENTER).await;
+    page.wait_until("document.body.innerText.includes('sending your move again')")
+        .await;
+    assert_eq!(
+        page.seq().await,
+        before,
+        "nothing landed with the database away"
+    );
+    proxy.restore().await;
+    page.wait_until(&format!("window.carcassonne.connection.seq > {before}"))
+        .await;
+    // The figure step of the same turn: the bot waits for it, so nothing else moved.
+    assert_eq!(page.seq().await, before + 1, "the move landed once");
+    let placed = page
+        .eval("window.carcassonne.connection.state.game.board.length")
+        .await;
+    assert_eq!(
+        placed.as_u64(),
+        tiles.as_u64().map(|n| n + 1),
+        "one tile more"
+    );
 }
 
 /// A short game against a bot, then its rematch on a phone: at the end the player is
