@@ -57,7 +57,7 @@ pub struct MemoryReport {
     /// The most a room held at any step.
     pub room_most: f64,
     /// A room at the end of its game once its players have left (in its post-game stay):
-    /// the room with no socket of its own, as the issue of a room's size counts it.
+    /// the room with no socket of its own.
     pub room_at_end_players_gone: f64,
     /// One spectator's open, idle connection.
     pub spectator_connection: f64,
