@@ -54,12 +54,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-/// Capacity of the broadcast; a client further behind is resynchronised from the
-/// updates the room keeps (as many), so falling behind costs it a catch-up, not a
-/// snapshot. Its slots are allocated up front, about 40 bytes each: at 1,024 they were
-/// most of an idle room's memory, for a backlog that a game's few messages a second
-/// never build.
-pub const BROADCAST_CAPACITY: usize = 16;
+/// Capacity of the broadcast; a client further behind is resynchronised. Its slots are
+/// allocated up front, about 40 bytes each: at 1,024 they were most of an idle room's
+/// memory, for a backlog that a game's few messages a second never build. At 16 a
+/// connection starved of CPU for a moment fell behind (presence and chat frames count
+/// too), and on a node that stands in for the owner its resync must reach the owner,
+/// which a node fault may have taken away (the cluster soak test failed once so, a
+/// game's end never reaching two of its clients).
+pub const BROADCAST_CAPACITY: usize = 128;
 /// After a failed write of a change nobody asked for (a bot's move, a timeout's
 /// consequence, an expiry), how long the room waits before trying again.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
