@@ -211,8 +211,7 @@ async fn main() -> ExitCode {
                 seed: args.seed,
             };
             match memory::measure(&options).await {
-                Ok(report) if args.json => print_json(&report),
-                Ok(report) => print_table(&report.table()),
+                Ok(report) => print_report(args.json, &report, report.table()),
                 Err(error) => fail(&error),
             }
         }
@@ -225,19 +224,13 @@ async fn main() -> ExitCode {
                 seed: args.seed,
             };
             match restart::measure(&options).await {
-                Ok(report) if args.json => print_json(&report),
-                Ok(report) => print_table(&report.table()),
+                Ok(report) => print_report(args.json, &report, report.table()),
                 Err(error) => fail(&error),
             }
         }
         Command::Run(args) => match run(&args.options()).await {
             Ok(report) => {
-                if args.json {
-                    let json = serde_json::to_string(&report).expect("a report serializes");
-                    println!("{json}");
-                } else {
-                    print!("{}", report.table());
-                }
+                print_report(args.json, &report, report.table());
                 match report.server_lost_after_seconds {
                     Some(_) => ExitCode::from(SERVER_LOST),
                     None => ExitCode::SUCCESS,
@@ -248,16 +241,14 @@ async fn main() -> ExitCode {
     }
 }
 
-fn print_json(report: &impl serde::Serialize) -> ExitCode {
-    println!(
-        "{}",
-        serde_json::to_string(report).expect("a report serializes")
-    );
-    ExitCode::SUCCESS
-}
-
-fn print_table(table: &str) -> ExitCode {
-    print!("{table}");
+/// Prints a report as one JSON object (`--json`), or else as its table.
+fn print_report(json: bool, report: &impl serde::Serialize, table: String) -> ExitCode {
+    if json {
+        let text = serde_json::to_string(report).expect("a report serializes");
+        println!("{text}");
+    } else {
+        print!("{table}");
+    }
     ExitCode::SUCCESS
 }
 

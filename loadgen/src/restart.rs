@@ -74,6 +74,7 @@ pub async fn measure(options: &RestartOptions) -> Result<RestartReport, String> 
     report.listening_after_ms = millis(spawned_at.elapsed());
     let server = second.address.to_string();
     let sampled = sample(tables, options.sample);
+    let sampled_games = sampled.len();
     let api = Api::new(&server);
     let moving = async {
         let moved = move_once_each(&server, sampled).await;
@@ -82,7 +83,7 @@ pub async fn measure(options: &RestartOptions) -> Result<RestartReport, String> 
     let (ready, (moved, all_moved)) = tokio::join!(ready_after(&api, spawned_at), moving);
     report.ready_after_ms = millis(ready?);
     report.all_sampled_moved_after_ms = millis(all_moved);
-    report.sample_failures = options.sample.min(report.games) - moved.len() as usize;
+    report.sample_failures = sampled_games - moved.len() as usize;
     report.first_move_ms = Summary::of(&moved, 0.001);
     drop(second);
     Ok(report)

@@ -19,7 +19,7 @@ const MOVE_PATIENCE: Duration = Duration::from_secs(30);
 pub async fn set_up_games(api: &Api, count: usize) -> Vec<[Seat; 2]> {
     stream::iter(0..count)
         .map(|_| async {
-            let creator = api.create_lobby("memory").await?;
+            let creator = api.create_lobby("in step").await?;
             let joiner = api.join(&creator.lobby).await?;
             api.start(&creator).await?;
             Ok::<_, String>([creator, joiner])

@@ -1,5 +1,6 @@
 //! The load generator against the real server binary with a temporary SQLite database:
-//! a short run must get moves acked, with no error of any kind, and report as JSON.
+//! a short run must get moves acked, with no error of any kind, and report as JSON; so
+//! must a run at human pace, the memory benchmark and the restart benchmark.
 
 use carcassonne_tests::server::server_binary;
 use serde_json::Value;
@@ -11,8 +12,9 @@ const LIFTED_LIMITS: &str = "--messages-per-second 1000000 --message-burst 10000
     --max-open-lobbies-per-client 100000 --max-connections-per-ip 0 \
     --max-pending-connections-per-ip 0";
 
-#[test]
-fn a_short_run_acks_moves_without_errors() {
+/// Runs `carcassonne-loadgen SUBCOMMAND --spawn-server ... ARGS --json` against the real
+/// server on a fresh SQLite file, and returns its report; a failed run fails the test.
+fn loadgen_report(subcommand: &str, args: &[&str]) -> Value {
     let directory = tempfile::tempdir().expect("a temporary directory");
     let database = directory.path().join("load.db");
     let server = format!(
@@ -21,24 +23,33 @@ fn a_short_run_acks_moves_without_errors() {
         database.display()
     );
     let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
-        .args([
-            "run",
-            "--spawn-server",
-            &server,
-            "--games",
-            "2",
-            "--duration",
-            "3s",
-        ])
-        .args(["--idle", "5", "--baseline", "--json"])
+        .args([subcommand, "--spawn-server", &server])
+        .args(args)
+        .arg("--json")
         .output()
         .expect("the load generator runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the load generator failed: {stderr}"
+        "carcassonne-loadgen {subcommand} failed: {stderr}"
     );
-    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    serde_json::from_slice(&output.stdout).expect("one JSON report")
+}
+
+#[test]
+fn a_short_run_acks_moves_without_errors() {
+    let report = loadgen_report(
+        "run",
+        &[
+            "--games",
+            "2",
+            "--duration",
+            "3s",
+            "--idle",
+            "5",
+            "--baseline",
+        ],
+    );
     assert!(report["moves_acked"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(report["error_total"], 0, "{report}");
     // A slot starts its next game once its game's last update arrives, not when the
@@ -83,21 +94,7 @@ fn a_short_run_acks_moves_without_errors() {
 /// a bound (docs/performance.md gives the figures at 2,000).
 #[test]
 fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
-    let directory = tempfile::tempdir().expect("a temporary directory");
-    let database = directory.path().join("memory.db");
-    let server = format!(
-        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
-        server_binary().display(),
-        database.display()
-    );
-    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
-        .args(["memory", "--spawn-server", &server, "--games", "40"])
-        .args(["--moves-per-step", "60", "--json"])
-        .output()
-        .expect("the load generator runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the benchmark failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
+    let report = loadgen_report("memory", &["--games", "40", "--moves-per-step", "60"]);
     assert_eq!(report["failures"], 0, "{report}");
     let steps = report["room_by_moves"].as_array().expect("steps");
     assert!(
@@ -119,22 +116,21 @@ fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
 /// per half a think time; games are set up at the given rate, from several addresses.
 #[test]
 fn a_human_pace_run_moves_no_faster_than_its_players_think() {
-    let directory = tempfile::tempdir().expect("a temporary directory");
-    let database = directory.path().join("pace.db");
-    let server = format!(
-        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
-        server_binary().display(),
-        database.display()
+    let report = loadgen_report(
+        "run",
+        &[
+            "--games",
+            "4",
+            "--duration",
+            "4s",
+            "--think",
+            "200ms",
+            "--setup-rate",
+            "8",
+            "--source-addresses",
+            "2",
+        ],
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
-        .args(["run", "--spawn-server", &server, "--games", "4"])
-        .args(["--duration", "4s", "--think", "200ms", "--setup-rate", "8"])
-        .args(["--source-addresses", "2", "--json"])
-        .output()
-        .expect("the load generator runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the run failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
     assert_eq!(report["error_total"], 0, "{report}");
     assert_eq!(report["commands_unanswered"], 0, "{report}");
     let moves_per_second = report["moves_per_second"].as_f64().unwrap();
@@ -150,21 +146,10 @@ fn a_human_pace_run_moves_no_faster_than_its_players_think() {
 /// their order (docs/performance.md gives the figures at 10,000 games).
 #[test]
 fn the_restart_benchmark_moves_in_games_the_killed_server_left() {
-    let directory = tempfile::tempdir().expect("a temporary directory");
-    let database = directory.path().join("restart.db");
-    let server = format!(
-        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
-        server_binary().display(),
-        database.display()
+    let report = loadgen_report(
+        "restart",
+        &["--games", "30", "--moves", "4", "--sample", "10"],
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
-        .args(["restart", "--spawn-server", &server, "--games", "30"])
-        .args(["--moves", "4", "--sample", "10", "--json"])
-        .output()
-        .expect("the load generator runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the benchmark failed: {stderr}");
-    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON report");
     assert_eq!(report["games"], 30, "{report}");
     assert_eq!(report["sample_failures"], 0, "{report}");
     assert_eq!(report["first_move_ms"]["count"], 10, "{report}");

@@ -51,6 +51,14 @@ async fn assert_focus_kept(page: &Browser, when: &str) {
     assert_ne!(focused, "BODY", "the focus fell to the page {when}");
 }
 
+/// Waits until it is this page's turn to place its tile, with the legal cells in.
+async fn wait_for_a_tile_to_place(page: &Browser) {
+    page.wait_until(
+        "window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')",
+    )
+    .await;
+}
+
 /// A legal cell whose centre is free to tap (not under the zoom buttons), as
 /// `[x, y, rotations]`; fits the board first when none is.
 async fn tappable_cell(page: &Browser) -> Value {
@@ -429,10 +437,7 @@ async fn on_a_desktop_the_chosen_cell_turns_arrows_follow_the_board_and_the_log_
     add_bot_and_start(&page).await;
 
     // Clicking the chosen cell again turns the tile.
-    page.wait_until(
-        "window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')",
-    )
-    .await;
+    wait_for_a_tile_to_place(&page).await;
     let cell = page
         .eval("window.carcassonne.connection.legal.place_tile.find(([, , r]) => r.length > 1) || window.carcassonne.connection.legal.place_tile[0]")
         .await;
@@ -590,10 +595,7 @@ async fn a_move_refused_while_the_database_is_away_is_sent_again_until_it_lands(
     };
     create_lobby(&page, &base, &lobby).await;
     add_bot_and_start(&page).await;
-    page.wait_until(
-        "window.carcassonne.connection.legal?.place_tile && document.querySelector('.turn.mine')",
-    )
-    .await;
+    wait_for_a_tile_to_place(&page).await;
     let cell = page
         .eval("window.carcassonne.connection.legal.place_tile[0]")
         .await;
