@@ -1,7 +1,7 @@
 //! The board: placed tiles and the frontier of empty cells next to them, with the edge
 //! constraint each one imposes, on one growable dense grid.
 //!
-//! The grid is a square window around the origin that doubles as tiles reach its border,
+//! The grid is a rectangular window around the tiles that grows as they reach its border,
 //! up to a fixed size that no real game reaches; cells beyond it are kept in a map, so
 //! that a contrived record laying a very long line of tiles costs memory in proportion
 //! to its length rather than to its square. Each cell of the window says whether it
@@ -106,24 +106,90 @@ impl Content {
     }
 }
 
-/// Where a cell of the window is: its column (`x + radius`) and row (`y + radius`).
+/// Where a cell of the window is: its column and row, counted from the window's first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct WindowCell {
     column: u32,
     row: u32,
 }
 
-/// A square window of the plane, centred on the origin, and a map for the cells beyond
-/// it. The window's cells are stored column by column; each column has a bitmap of its
-/// rows that are on the frontier, and each frontier cell of the window has its
+/// The window's extent along one axis: `len` coordinates from `first` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    first: i32,
+    len: u32,
+}
+
+impl Span {
+    /// The most coordinates a window spans on an axis: 513 by 513 cells is about 1.6
+    /// megabytes for a board. The largest real game has 112 tiles, so it never gets near;
+    /// only a contrived record's long line of tiles gets past it and into the map.
+    const MAX_LEN: u32 = 513;
+
+    /// Room kept on each side of the start tile, and the least a window grows by.
+    const MARGIN: u32 = 3;
+
+    fn around_origin() -> Span {
+        Span {
+            first: -(Span::MARGIN as i32),
+            len: 2 * Span::MARGIN + 1,
+        }
+    }
+
+    fn last(self) -> i32 {
+        self.first + self.len as i32 - 1
+    }
+
+    /// How far `coordinate` lies from the first, if the span holds it.
+    #[inline]
+    fn offset(self, coordinate: i32) -> Option<u32> {
+        // Wrapping keeps every i32 in range of that test: a span always holds the origin
+        // and is at most `MAX_LEN` long, so a coordinate before it, even i32::MIN, wraps
+        // to a large unsigned value and is refused, as is one far after it.
+        let offset = coordinate.wrapping_sub(self.first) as u32;
+        (offset < self.len).then_some(offset)
+    }
+
+    /// Whether the span holds `coordinate` and both its neighbours.
+    #[inline]
+    fn holds_with_margin(self, coordinate: i32) -> bool {
+        coordinate > self.first && coordinate < self.last()
+    }
+
+    /// The span grown to hold `coordinate` and its neighbours with some room beyond
+    /// (a quarter of its length, so that a game going one way regrows its window a
+    /// few times, not once a tile); itself when it holds them already or may not grow
+    /// that far.
+    fn grown_to_hold(self, coordinate: i32) -> Span {
+        if self.holds_with_margin(coordinate) {
+            return self;
+        }
+        let room = (self.len / 4).max(Span::MARGIN) as i64;
+        let (first, last) = (i64::from(self.first), i64::from(self.last()));
+        let coordinate = i64::from(coordinate);
+        let first = first.min(coordinate - room);
+        let last = last.max(coordinate + room);
+        let len = (last - first + 1) as u64;
+        if len > u64::from(Span::MAX_LEN) {
+            return self;
+        }
+        Span {
+            first: first as i32,
+            len: len as u32,
+        }
+    }
+}
+
+/// A window of the plane, a rectangle around the tiles placed, and a map for the cells
+/// beyond it. The window's cells are stored column by column; each column has a bitmap
+/// of its rows that are on the frontier, and each frontier cell of the window has its
 /// constraint beside its content, so that reading the frontier in order touches
-/// nothing else.
+/// nothing else. The window only ever grows, so it always holds the origin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Grid {
-    radius: i32,
-    /// `2 * radius + 1`, kept rather than recomputed on every lookup.
-    width: u32,
-    /// Packed [`Content`]: the cell in column `c` and row `r` is at `c * width + r`.
+    columns: Span,
+    rows: Span,
+    /// Packed [`Content`]: the cell in column `c` and row `r` is at `c * rows.len + r`.
     cells: Vec<u32>,
     /// The constraint of each frontier cell of the window, indexed as `cells`; other
     /// entries mean nothing.
@@ -138,55 +204,40 @@ struct Grid {
 }
 
 impl Grid {
-    /// The largest window: about 1.6 megabytes for a board. The largest real game
-    /// has 112 tiles, so its tiles stay within a radius of 128; only a contrived record
-    /// ever gets past 256 and into the map.
-    const MAX_RADIUS: i32 = 256;
-
-    fn with_radius(radius: i32) -> Grid {
-        let width = (2 * radius + 1) as u32;
-        let cells = (width * width) as usize;
-        let words_per_column = width.div_ceil(u64::BITS).next_power_of_two();
+    fn with_spans(columns: Span, rows: Span) -> Grid {
+        let cells = (columns.len * rows.len) as usize;
+        let words_per_column = rows.len.div_ceil(u64::BITS).next_power_of_two();
         Grid {
-            radius,
-            width,
+            columns,
+            rows,
             cells: vec![0; cells],
             constraints: vec![EdgeConstraint::default(); cells],
             column_shift: words_per_column.trailing_zeros(),
-            frontier_rows: vec![0; (width * words_per_column) as usize],
+            frontier_rows: vec![0; (columns.len * words_per_column) as usize],
             far: HashMap::new(),
         }
     }
 
-    /// How far `pos` lies from the origin along its farther axis.
-    fn reach(pos: Pos) -> u32 {
-        // Not `abs`: `i32::MIN.abs()` overflows. An earlier bounds test built on `abs`
-        // let a record naming cell -2147483648,y index outside the grid (a panic) or
-        // alias another cell in release builds.
-        pos.x.unsigned_abs().max(pos.y.unsigned_abs())
-    }
-
-    /// Whether `pos` and its four neighbours have their place: in the window, or in the
-    /// map once the window may not grow any more.
-    #[inline]
-    fn holds_with_margin(&self, pos: Pos) -> bool {
-        Grid::reach(pos) < self.radius as u32 || self.radius >= Grid::MAX_RADIUS
+    /// The window's spans grown to hold `pos` and its four neighbours, as far as they
+    /// may grow; the same spans when the window holds them already.
+    fn spans_to_hold(&self, pos: Pos) -> (Span, Span) {
+        (
+            self.columns.grown_to_hold(pos.x),
+            self.rows.grown_to_hold(pos.y),
+        )
     }
 
     /// Where `pos` lies in the window, if it does.
     #[inline]
     fn locate(&self, pos: Pos) -> Option<WindowCell> {
-        // Shifted by the radius, the window is 0..width on both axes. Wrapping keeps every
-        // i32 in range of that test: a cell beyond the window, even at i32::MIN or
-        // i32::MAX, wraps to a large unsigned value and is refused.
-        let column = pos.x.wrapping_add(self.radius) as u32;
-        let row = pos.y.wrapping_add(self.radius) as u32;
-        (column < self.width && row < self.width).then_some(WindowCell { column, row })
+        let column = self.columns.offset(pos.x)?;
+        let row = self.rows.offset(pos.y)?;
+        Some(WindowCell { column, row })
     }
 
     #[inline]
     fn index(&self, cell: WindowCell) -> usize {
-        (cell.column * self.width + cell.row) as usize
+        (cell.column * self.rows.len + cell.row) as usize
     }
 
     /// Looked up on every placement, check and scoring, so kept small enough to inline.
@@ -266,7 +317,8 @@ impl Grid {
         table: &FitTable,
         mut visit: impl FnMut(Pos, u32),
     ) {
-        let column_of = |x: i32| (x.clamp(-self.radius, self.radius) + self.radius) as usize;
+        let columns = self.columns;
+        let column_of = |x: i32| (x.clamp(columns.first, columns.last()) - columns.first) as usize;
         let columns = column_of(first)..column_of(last) + 1;
         // Real games keep to windows of at most 64 rows, one word per column: spelt out
         // as a constant, that case computes a word's column and rows by counting.
@@ -291,8 +343,8 @@ impl Grid {
         // as much as the cells themselves, two of them per column on average.
         for (index, &word) in words.iter().enumerate() {
             let column = columns.start + (index >> shift);
-            let x = column as i32 - self.radius;
-            let column_start = column * self.width as usize;
+            let x = self.columns.first + column as i32;
+            let column_start = column * self.rows.len as usize;
             let first_row = (index & ((1 << shift) - 1)) * u64::BITS as usize;
             let mut rows = word;
             while rows != 0 {
@@ -301,7 +353,7 @@ impl Grid {
                 rows &= rows - 1;
                 let fits = table.rotations(self.constraints[column_start + row]);
                 if fits != 0 {
-                    visit(Pos::new(x, row as i32 - self.radius), fits);
+                    visit(Pos::new(x, self.rows.first + row as i32), fits);
                 }
             }
         }
@@ -320,13 +372,11 @@ pub(crate) struct Board {
 }
 
 impl Board {
-    const INITIAL_RADIUS: i32 = 16;
-
     /// An empty board with room for `tiles` tiles and the frontier around them.
     pub fn with_capacity(tiles: usize) -> Board {
         Board {
             placed: Vec::with_capacity(tiles),
-            grid: Grid::with_radius(Board::INITIAL_RADIUS),
+            grid: Grid::with_spans(Span::around_origin(), Span::around_origin()),
             // Each tile adds at most two cells to the frontier net (four new, one filled).
             frontier: Vec::with_capacity(2 * tiles + 2),
             min_x: i32::MAX,
@@ -440,22 +490,18 @@ impl Board {
     /// it if need be and if it may still grow.
     #[inline]
     fn grow_to_hold(&mut self, pos: Pos) {
-        if !self.grid.holds_with_margin(pos) {
-            self.grow(pos);
+        let spans = self.grid.spans_to_hold(pos);
+        if spans != (self.grid.columns, self.grid.rows) {
+            self.grow(spans);
         }
     }
 
-    /// Moves the board into a window large enough to hold `pos` and its neighbours. It
-    /// grows by half at a time, not double: a window costs 6 bytes a cell, and a game
-    /// that leaves the first one by a row needs a few more rows, not four times the cells
-    /// (it is most of a live room's memory).
+    /// Moves the board into a window of `columns` by `rows`. A window costs 6 bytes a
+    /// cell and is most of a live room's memory, so it follows the tiles rather than
+    /// staying centred on the origin, and grows by a quarter at a time.
     #[inline(never)]
-    fn grow(&mut self, pos: Pos) {
-        let mut radius = self.grid.radius;
-        while Grid::reach(pos) >= radius as u32 && radius < Grid::MAX_RADIUS {
-            radius += radius / 2;
-        }
-        let mut grown = Grid::with_radius(radius.min(Grid::MAX_RADIUS));
+    fn grow(&mut self, (columns, rows): (Span, Span)) {
+        let mut grown = Grid::with_spans(columns, rows);
         for (index, tile) in self.placed.iter().enumerate() {
             grown.set(tile.pos, Content::Tile(index as u32));
         }
@@ -550,16 +596,19 @@ mod tests {
 
     #[test]
     fn a_line_beyond_the_largest_window_goes_on_in_the_map() {
-        // A line of 600 tiles westwards from the origin: the window stops growing at
-        // radius 256 and the 343 tiles beyond it live in the map, with their frontier:
-        // the cells north and south of each, and the one at the end of the line.
+        // A line of 600 tiles westwards from the origin: the window stops growing at its
+        // widest and the tiles beyond it live in the map, with their frontier: the cells
+        // north and south of each, and the one at the end of the line.
         let mut board = Board::with_capacity(0);
         let line = 600;
         for step in 0..line {
             board.place(tile("U"), Pos::new(-step, 0), Rotation::R0, 0);
         }
-        assert_eq!(board.grid.radius, Grid::MAX_RADIUS);
-        let beyond = (line - 1 - Grid::MAX_RADIUS) as usize;
+        let columns = board.grid.columns;
+        assert!(columns.len > Span::MAX_LEN - 200, "{columns:?}");
+        assert!(columns.len <= Span::MAX_LEN, "{columns:?}");
+        // The tiles west of the window's first column are beyond it.
+        let beyond = (line - 1 + columns.first) as usize;
         assert_eq!(board.grid.far.len(), 3 * beyond + 1);
         for step in 0..line {
             assert_eq!(board.index_at(Pos::new(-step, 0)), Some(step as usize));
@@ -567,6 +616,24 @@ mod tests {
         }
         assert!(board.frontier_cell(Pos::new(-line, 0)).is_some());
         assert_eq!(board.frontier().len(), 2 * line as usize + 2);
+    }
+
+    #[test]
+    fn the_window_follows_the_tiles_rather_than_the_origin() {
+        // Forty tiles eastwards and three rows: the window is a little more than the
+        // rectangle they cover, not a square around the origin.
+        let mut board = Board::with_capacity(0);
+        for x in 0..40 {
+            for y in 0..3 {
+                board.place(tile("U"), Pos::new(x, y), Rotation::R0, 0);
+            }
+        }
+        let (columns, rows) = (board.grid.columns, board.grid.rows);
+        assert!(columns.first <= -1 && columns.last() >= 40, "{columns:?}");
+        assert!(rows.first <= -1 && rows.last() >= 3, "{rows:?}");
+        assert!(columns.len <= 42 * 5 / 4 + Span::MARGIN, "{columns:?}");
+        assert!(rows.len <= 2 * Span::MARGIN + 5, "{rows:?}");
+        assert!(board.grid.far.is_empty());
     }
 
     /// The frontier's cells sorted by x, then y, the obvious way.
@@ -592,7 +659,7 @@ mod tests {
     #[test]
     fn the_fitting_cells_in_order_are_the_frontier_sorted() {
         // A spiral-ish walk that fills cells already on the frontier, then a line that
-        // makes the window grow three times (to radius 128), across its bitmaps' words.
+        // makes the window grow again and again, past a column's first bitmap word.
         let walk = [
             (0, 0),
             (1, 0),
@@ -617,17 +684,19 @@ mod tests {
                 assert_eq!(read, sorted, "step {step}, tile {name}");
             }
         }
-        // Grown by half four times: 16, 24, 36, 54, 81.
-        assert_eq!(board.grid.radius, 81);
+        assert!(board.grid.rows.len > 64, "{:?}", board.grid.rows);
+        assert!(board.grid.column_shift > 0);
     }
 
     #[test]
     fn a_frontier_beyond_the_window_is_said_to_be() {
         let mut board = Board::with_capacity(0);
-        for step in 0..=Grid::MAX_RADIUS {
-            assert!(board.frontier_in_window(), "step {step}");
+        let mut step = 0;
+        while board.frontier_in_window() {
+            assert!(step < Span::MAX_LEN as i32, "step {step}");
             board.place(tile("U"), Pos::new(step, 0), Rotation::R0, 0);
+            step += 1;
         }
-        assert!(!board.frontier_in_window());
+        assert!(board.grid.columns.len > Span::MAX_LEN - 200);
     }
 }

@@ -185,9 +185,6 @@ impl Game {
     /// The most tiles [`Game::new`] reserves room for: every tile of every expansion.
     const RESERVED_TILES: usize = 128;
 
-    /// Segments per tile to reserve room for: most tiles have three to five.
-    const RESERVED_SEGMENTS_PER_TILE: usize = 4;
-
     /// Starts a game: the start tile at `0,0`, seat 0 to draw. The events of that first
     /// draw are dropped; [`Game::start`] returns them.
     pub fn new(setup: Setup) -> Result<Game, SetupError> {
@@ -227,7 +224,15 @@ impl Game {
         let start = start_tile(&rules);
         // Room for the whole game up front, but no more than a long real game needs, so
         // that a record listing a million tiles cannot make us reserve memory for them.
+        // The feature graph gets exactly a node per segment of those tiles: it is a
+        // third of a live room's memory, and a vector grown by doubling near the end of
+        // a game would hold up to twice what it needs.
         let tiles = (stack.len() + 1).min(Game::RESERVED_TILES);
+        let segments = std::iter::once(&start)
+            .chain(&stack)
+            .take(tiles)
+            .map(|tile| tile.def().segments.len())
+            .sum();
         let mut game = Game {
             supplies: vec![Supply::initial(&rules); players],
             rules,
@@ -235,7 +240,7 @@ impl Game {
             stack,
             drawn: 0,
             board: Board::with_capacity(tiles),
-            features: Features::with_capacity(Game::RESERVED_SEGMENTS_PER_TILE * tiles),
+            features: Features::with_capacity(segments),
             scores: vec![0; players],
             abbots: vec![None; players],
             turn: Turn::Over,
@@ -903,13 +908,13 @@ mod tests {
 
     #[test]
     fn sorted_placements_stay_sorted_beyond_the_window() {
-        // A road of 300 tiles eastwards from the start tile takes the frontier beyond
-        // the largest window (radius 256), where the board cannot read it in order.
+        // A road of 600 tiles eastwards from the start tile takes the frontier beyond
+        // the largest window (513 columns), where the board cannot read it in order.
         let straight_road = TileId::from_name("U").unwrap();
         let setup = Setup {
             rules: Rules::default(),
             players: 2,
-            stack: Stack::Fixed(vec![straight_road; 300]),
+            stack: Stack::Fixed(vec![straight_road; 600]),
         };
         let mut game = Game::new(setup).unwrap();
         while game.phase() != Phase::Over {
@@ -920,6 +925,6 @@ mod tests {
             game.play(Move::Pass).unwrap();
         }
         assert!(!game.board.frontier_in_window());
-        assert_eq!(game.tiles_placed(), 300);
+        assert_eq!(game.tiles_placed(), 600);
     }
 }

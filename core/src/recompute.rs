@@ -59,7 +59,7 @@ fn features_from_union_find(game: &Game) -> Vec<FeatureSummary> {
                 members,
                 kind: features.node(root).kind,
                 open_edges: stats.open_edges,
-                figures: stats.figures,
+                figures: u32::from(stats.figures),
                 pennants: stats.pennants,
                 inn: stats.inn,
                 cathedral: stats.cathedral,
