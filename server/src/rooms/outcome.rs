@@ -28,7 +28,7 @@ pub struct MatchBuilder<'a> {
     pub seats: &'a [SeatRow],
     pub game: &'a Game,
     /// The moves before the last one.
-    pub log: &'a [MoveRow],
+    pub moves: Vec<Move>,
     /// The move that ended the game, if a move did.
     pub last: Option<&'a MoveRow>,
     /// Features scored before the last move.
@@ -96,7 +96,8 @@ impl MatchBuilder<'_> {
     /// The game in the notation of `notation.md`, with the server's extras. An abandoned
     /// game's record holds its whole turns; a turn cut off after its tile is left out.
     fn game_record(&self) -> Value {
-        let moves: Vec<Move> = self.log.iter().chain(self.last).map(|row| row.mv).collect();
+        let last = self.last.map(|row| row.mv);
+        let moves: Vec<Move> = self.moves.iter().copied().chain(last).collect();
         let turns = moves
             .chunks(2)
             .zip(self.game.tiles().iter().skip(1))

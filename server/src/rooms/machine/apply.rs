@@ -105,7 +105,7 @@ impl RoomMachine {
             clocks.record(&row, next);
         }
         self.remember(&events);
-        self.log_move(row);
+        self.log.push(&row);
         if let Some(result) = &result {
             self.finish(result, now);
         }
@@ -191,16 +191,6 @@ impl RoomMachine {
             clocks.stop();
         }
         tracing::info!(status = ?result.status, "game finished");
-    }
-
-    /// Adds a move to the log, which grows by a few rows at a time rather than doubling:
-    /// a game's log is read whole only at its end, and a doubled one held up to twice its
-    /// rows until then (some 7 KB of a live room).
-    pub(super) fn log_move(&mut self, row: MoveRow) {
-        if self.log.len() == self.log.capacity() {
-            self.log.reserve_exact(LOG_ROWS_AT_A_TIME);
-        }
-        self.log.push(row);
     }
 
     pub(super) fn remember(&mut self, events: &[Event]) {

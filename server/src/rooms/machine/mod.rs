@@ -17,6 +17,7 @@ use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
 use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
 use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent};
+use crate::rooms::machine::move_log::MoveLog;
 use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
 use crate::rooms::patch::patch_between;
@@ -40,6 +41,7 @@ mod apply;
 mod connections;
 pub mod events;
 pub mod history;
+mod move_log;
 mod post_game;
 mod talk;
 mod timers;
@@ -55,9 +57,6 @@ const MAX_CATCH_UP: u64 = 16;
 /// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
 /// (a whole game's would stay in memory).
 const RECENT_UPDATES: usize = MAX_CATCH_UP as usize;
-
-/// How many rows the move log grows by when full.
-const LOG_ROWS_AT_A_TIME: usize = 24;
 
 /// One change to a lobby or game: decided here, written by the shell, then applied.
 #[derive(Debug)]
@@ -236,7 +235,7 @@ pub struct RoomMachine {
     lobby: LobbyRow,
     seats: Vec<SeatRow>,
     game: Option<Game>,
-    log: Vec<MoveRow>,
+    log: MoveLog,
     /// Every feature scored so far, for the match summary.
     breakdown: Vec<FeatureScore>,
     /// Each seat's points so far by the kind of feature that paid them.
@@ -278,7 +277,7 @@ impl RoomMachine {
             lobby,
             seats,
             game: None,
-            log: Vec::new(),
+            log: MoveLog::default(),
             breakdown: Vec::new(),
             points: Vec::new(),
             clocks: None,
@@ -324,7 +323,7 @@ impl RoomMachine {
                 .map_err(|error| format!("move {} does not replay: {error}", row.seq))?;
             clocks.record(&row, game.current_player());
             self.remember(&events);
-            self.log_move(row);
+            self.log.push(&row);
         }
         // A seat whose control changed after its last timeout was taken back since.
         for seat in &self.seats {
@@ -607,14 +606,10 @@ impl RoomMachine {
 
     /// The `seq` at which `seat`'s command `id` was accepted, if it was: a repeat gets the
     /// same acknowledgement and is never applied twice. Looked up in the move log (a
-    /// game's few hundred moves, newest first, as a retry is of a recent command) rather
-    /// than kept in a map of its own, which held a second copy of every command id.
+    /// game's few hundred moves) rather than kept in a map of its own, which held a
+    /// second copy of every command id.
     fn accepted_seq(&self, seat: u8, id: &str) -> Option<u64> {
-        self.log
-            .iter()
-            .rev()
-            .find(|row| row.seat == seat && row.command_id == id)
-            .map(|row| row.seq)
+        self.log.accepted_seq(seat, id)
     }
 
     /// A bot's answer to `job`; stale when anything changed since the job was given.
@@ -796,7 +791,7 @@ impl RoomMachine {
             lobby: &self.lobby,
             seats,
             game,
-            log: &self.log,
+            moves: self.log.moves().collect(),
             last,
             breakdown: &self.breakdown,
             points: &self.points,

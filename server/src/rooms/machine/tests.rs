@@ -314,13 +314,22 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
         reserve_ms: 0,
     };
     let mut machine = two_player_game(clock);
+    let mut rec = Recorder::default();
     for step in 0..6 {
-        play_first_legal(&mut machine, T0 + 100 * step).unwrap();
+        let now = T0 + 100 * step;
+        let seat = machine.game.as_ref().unwrap().current_player().unwrap();
+        let hash = machine.seat_row(seat).unwrap().token_hash.clone();
+        let mv = machine.game.as_ref().unwrap().legal_moves()[0];
+        let decision = machine.command(&hash, format!("c{step}"), machine.seq(), mv, now);
+        let Ok(Decision::Commit(change)) = decision else {
+            panic!("a new command was taken for a repeat");
+        };
+        rec.commit(&mut machine, *change, now);
     }
     let live = LiveGame {
         lobby: machine.lobby.clone(),
         seats: machine.seats.clone(),
-        moves: machine.log.clone(),
+        moves: rec.moves.clone(),
         chat: Vec::new(),
         chat_mutes: Vec::new(),
     };
@@ -328,6 +337,10 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
     let restored = RoomMachine::restore(live, settings(), restart).unwrap();
     assert_eq!(restored.game, machine.game);
     assert_eq!(restored.seq(), machine.seq());
+    // The restored log answers the stored command ids as repeats.
+    for row in &rec.moves {
+        assert_eq!(restored.accepted_seq(row.seat, &row.command_id), Some(row.seq));
+    }
     assert_eq!(restored.next_wakeup(), Some(restart + 2_000));
 }
 
@@ -802,7 +815,7 @@ mod heap {
 /// What a live room keeps, sockets aside, from the start of a game to its end: the game
 /// itself (most of it the core's board and feature graph) and a bounded tail of updates
 /// and moves. It used to keep every command id twice, the legal moves of its last 64
-/// updates and a doubled board window: 151 KB by the end of this game, now 49 KB.
+/// updates and a square board window: 151 KB by the end of this game, now 30 KB.
 #[test]
 fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     // The first game made initializes the tile catalogue and other statics, once.
@@ -824,10 +837,64 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     machine.recent.clear();
     weigh("the updates kept for a catch-up", held - heap::held());
     let held = heap::held();
-    machine.log = Vec::new();
+    machine.log = MoveLog::default();
     weigh("the move log", held - heap::held());
     weigh("the rest", heap::held() - before);
     assert!(moves > 100, "a whole game was played: {moves} moves");
     eprintln!("at most: {most} bytes");
-    assert!(most <= 52 * 1024, "the room held {most} bytes");
+    assert!(most <= 32 * 1024, "the room held {most} bytes");
+}
+
+/// Plays a whole game of `rules` with `choose` picking among the legal moves, and
+/// returns the most the game itself held at once, measured after every move.
+fn most_a_game_holds(rules: Rules, mut choose: impl FnMut(&[Move]) -> Move) -> isize {
+    let setup = |seed| Setup {
+        rules: rules.clone(),
+        players: 2,
+        stack: Stack::Seeded(seed),
+    };
+    // The first game made initializes the tile catalogue, once.
+    drop(Game::new(setup(1)));
+    let before = heap::held();
+    let mut game = Game::new(setup(7)).unwrap();
+    let mut most = heap::held() - before;
+    while game.current_player().is_some() {
+        let moves = game.legal_moves();
+        let mv = choose(&moves);
+        drop(moves);
+        game.play(mv).unwrap();
+        most = most.max(heap::held() - before);
+    }
+    assert!(game.tiles_placed() > 60, "a whole game was played");
+    most
+}
+
+/// The core's game is most of a room: its board window and its feature graph. A game
+/// whose tiles run off in a line (the first legal placement is the westmost) once cost
+/// a square window around the origin, 14 KB of a 26 KB game.
+#[test]
+fn a_game_laid_out_in_a_line_holds_little() {
+    let most = most_a_game_holds(Rules::default(), |moves| moves[0]);
+    eprintln!("a line: at most {most} bytes");
+    assert!(most <= 14 * 1024, "the game held {most} bytes");
+}
+
+/// A game whose moves are drawn at random among the legal ones: a board that spreads
+/// every way, with every expansion's tiles and figures (27.8 KB with the square window
+/// and the feature graph grown by doubling, now 21.5 KB).
+#[test]
+fn a_game_spread_every_way_holds_little() {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let rules = Rules {
+        expansions: Expansion::ALL.to_vec(),
+        ..Rules::default()
+    };
+    let most = most_a_game_holds(rules, |moves| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        moves[(state >> 33) as usize % moves.len()]
+    });
+    eprintln!("spread: at most {most} bytes");
+    assert!(most <= 22 * 1024, "the game held {most} bytes");
 }
