@@ -155,25 +155,6 @@ impl Outgoing {
         closing
     }
 
-    /// The same message as everyone but the mover gets it, for keeping once a newer one
-    /// follows: the mover's text is the same plus the legal moves, most of its size, and
-    /// a catch-up needs only those of the state it ends at.
-    pub fn as_seen_by_others(&self) -> Outgoing {
-        Outgoing {
-            seq: self.seq,
-            mover: None,
-            for_mover: self.for_others.clone(),
-            for_others: self.for_others.clone(),
-            reseated: self.reseated.clone(),
-            snapshot: self.snapshot,
-            closing: self.closing,
-            seq_check: self.seq_check,
-            audience: self.audience,
-            chat: self.chat,
-            mutes: self.mutes.clone(),
-        }
-    }
-
     pub fn text_for(&self, token_hash: Option<&str>) -> &Text {
         match (&self.mover, token_hash) {
             (Some(mover), Some(mine)) if mover == mine => &self.for_mover,

@@ -299,15 +299,7 @@ impl RoomMachine {
             chat: None,
             mutes: None,
         });
-        // Only the newest update keeps the mover's text: a catch-up sends the legal moves
-        // of the state it ends at, never those of an older one.
-        if let Some(newest) = self.recent.back_mut() {
-            *newest = Arc::new(newest.as_seen_by_others());
-        }
-        self.recent.push_back(outgoing.clone());
-        if self.recent.len() > RECENT_UPDATES {
-            self.recent.pop_front();
-        }
+        self.recent.push(outgoing.clone());
         outgoing
     }
 }

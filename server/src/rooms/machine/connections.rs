@@ -89,11 +89,7 @@ impl RoomMachine {
             Some(last)
                 if last < seq && seq - last <= MAX_CATCH_UP && self.has_updates_after(last) =>
             {
-                self.recent
-                    .iter()
-                    .filter(|update| update.seq.is_some_and(|s| s > last))
-                    .cloned()
-                    .collect()
+                self.recent.after(last)
             }
             _ => vec![self.snapshot(token_hash, now)],
         }
@@ -119,10 +115,7 @@ impl RoomMachine {
     }
 
     pub(super) fn has_updates_after(&self, last: u64) -> bool {
-        self.recent
-            .front()
-            .and_then(|update| update.seq)
-            .is_some_and(|oldest| oldest <= last + 1)
+        self.recent.has_updates_after(last)
     }
 
     pub(super) fn snapshot(&self, token_hash: Option<&str>, now: Millis) -> Arc<Outgoing> {

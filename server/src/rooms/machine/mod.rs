@@ -17,6 +17,7 @@ use crate::rooms::clocks::{Clocks, TIMEOUTS_TO_ABANDON};
 use crate::rooms::error::RoomError;
 use crate::rooms::frames::RoomFrame;
 use crate::rooms::machine::events::{BotMoveReason, LobbyCancelReason, RoomEvent};
+use crate::rooms::machine::kept_updates::KeptUpdates;
 use crate::rooms::machine::move_log::MoveLog;
 use crate::rooms::names::name_key;
 use crate::rooms::outcome::{Ending, MatchBuilder};
@@ -33,7 +34,7 @@ use carcassonne_store::{
     MoveRow, SeatControl, SeatRow,
 };
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ mod apply;
 mod connections;
 pub mod events;
 pub mod history;
+mod kept_updates;
 mod move_log;
 mod post_game;
 mod talk;
@@ -51,8 +53,7 @@ mod tests;
 
 /// Beyond this many missed updates a client gets a snapshot instead of the patches: at
 /// human pace, about half a minute away, as long as a network blip or a phone's screen
-/// lock lasts. Each update kept costs its room about 470 bytes (the update, its frame
-/// for the other players and the mover's token hash).
+/// lock lasts. Each update kept costs its room about 350 bytes, most of it the text.
 const MAX_CATCH_UP: u64 = 16;
 /// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
 /// (a whole game's would stay in memory).
@@ -245,7 +246,7 @@ pub struct RoomMachine {
     outcome: Option<Ending>,
     /// The public state at `seq`, which the next patch starts from.
     view: PublicState,
-    recent: VecDeque<Arc<Outgoing>>,
+    recent: KeptUpdates,
     /// Open connections per player token hash.
     connections: HashMap<String, u32>,
     /// Abandoned seats whose owner said hello since: each is taken back as a due change.
@@ -282,7 +283,7 @@ impl RoomMachine {
             points: Vec::new(),
             clocks: None,
             outcome: None,
-            recent: VecDeque::new(),
+            recent: KeptUpdates::new(RECENT_UPDATES),
             connections: HashMap::new(),
             reclaims: Vec::new(),
             settings,

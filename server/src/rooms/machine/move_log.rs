@@ -108,7 +108,10 @@ mod tests {
         assert_eq!(log.accepted_seq(0, "a "), None);
         assert_eq!(log.last().map(|logged| logged.seq), Some(6));
         let moves: Vec<Move> = log.moves().collect();
-        assert_eq!(moves, vec![row(3, 0, "").mv, row(4, 0, "").mv, row(6, 0, "").mv]);
+        assert_eq!(
+            moves,
+            vec![row(3, 0, "").mv, row(4, 0, "").mv, row(6, 0, "").mv]
+        );
     }
 
     #[test]
