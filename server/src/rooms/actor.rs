@@ -279,8 +279,14 @@ impl Room {
     }
 
     /// Handles requests, deadlines and bot answers until the room ends, the server shuts
-    /// down or (cluster mode) the game is found to be another node's.
-    pub async fn run(mut self, mut requests: mpsc::Receiver<Mail>, shutdown: CancellationToken) {
+    /// down or (cluster mode) the game is found to be another node's. The room comes
+    /// boxed: an async fn holds an argument it takes by value twice (as it came, and
+    /// moved into the body), and a room is 2.4 KB.
+    pub async fn run(
+        mut self: Box<Self>,
+        mut requests: mpsc::Receiver<Mail>,
+        shutdown: CancellationToken,
+    ) {
         let mut thinking: Option<(u64, Thinking)> = None;
         // Waited on across the loop's turns rather than made again at each: every room and
         // connection shares one token, and each new wait registers with it under a lock.
