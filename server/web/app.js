@@ -31,7 +31,7 @@ async function route() {
   else if (parts[0] === "history") current = new HistoryView(main, params.get("player"));
   else if (parts[0] === "leaderboards") current = new LeaderboardView(main, parts[1]);
   else if (parts[0] === "player" && parts[1]) current = new PlayerView(main, parts[1]);
-  else if (parts[0] === "match" && parts[1]) current = new MatchView(main, tiles, parts[1]);
+  else if (parts[0] === "match" && parts[1]) current = new MatchView(main, tiles, parts[1], params.get("at") === "end");
   else if (parts[0] === "bench") current = new (await import("./bench.js")).BenchView(main, tiles);
   else current = new HomeView(main);
   document.body.dataset.view = parts[0] || "home";

@@ -23,7 +23,8 @@ export class GameConnection {
    * `events(events, seq)` for the events of each update, `notice(text)` for errors,
    * `chat(frame)` for each chat entry, `chatMutes(list)` and `chatError(error)`;
    * `rematch(frame)` for where a finished game's rematch stands, `rematchSeat(frame)`
-   * for this seat's place in the agreed rematch, `rematchError(error)` for a refusal.
+   * for this seat's place in the agreed rematch, `rematchError(error)` for a refusal;
+   * `refused()` when a socket closed before its welcome (see `over`).
    * `identity` ({id, secret}) lets a spectator write in the spectators' chat; `chatSeq`
    * is the last chat entry the page already holds (from an earlier connection).
    */
@@ -86,6 +87,13 @@ export class GameConnection {
     };
   }
 
+  /** Stops reconnecting: the game is over and its room closed, as the page found out. */
+  over() {
+    this.ended = true;
+    clearTimeout(this.retryTimer);
+    this.listener.change(this);
+  }
+
   /** Closes for good (leaving the game view). */
   close() {
     this.closed = true;
@@ -113,6 +121,9 @@ export class GameConnection {
     const retryable = /^(evicted|no hello in time)/.test(event.reason || "");
     this.ended = this.closed || finished || (event.code === 1008 && !retryable);
     this.listener.change(this);
+    // A socket refused before any welcome may be a game whose room is gone for good:
+    // the page asks the REST API, and calls `over()` if so.
+    if (!this.closed && !finished && !socket.welcomed) this.listener.refused?.();
     if (this.ended) return;
     const delay = RETRY_DELAYS_MS[Math.min(this.retries, RETRY_DELAYS_MS.length - 1)];
     this.retries += 1;
@@ -126,6 +137,7 @@ export class GameConnection {
   }
 
   on_welcome(message) {
+    this.socket.welcomed = true;
     this.role = message.role;
     this.seat = message.seat;
     if (message.chat) this.chatPolicy = message.chat;

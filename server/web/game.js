@@ -61,6 +61,7 @@ export class GameView {
       rematch: (frame) => this.rematchHeard(frame),
       rematchSeat: (frame) => this.rematchSeatHeard(frame),
       rematchError: (error) => this.rematchRefused(error),
+      refused: () => this.checkStillLive(),
     };
     this.connection?.close();
     // A new connection (after joining, or registering to chat) resumes the chat we hold.
@@ -68,6 +69,31 @@ export class GameView {
     this.connection = new GameConnection(this.gameId, { token: seat?.token, invite: this.invite, identity: identity(), chatSeq, listener });
     // Tests and the curious can drop the socket to watch the client recover.
     window.carcassonne = { connection: this.connection, view: this };
+  }
+
+  /**
+   * The server refused the connection before any welcome. If the game ended and its room
+   * has closed since (a phone asleep past the post-game stay, an old link), no reconnect
+   * will ever be let in: the finished match is shown instead. Anything else (the server
+   * restarting, the network away) is left to the reconnects.
+   */
+  async checkStillLive() {
+    if (this.checkingLive) return;
+    this.checkingLive = true;
+    try {
+      const lobby = await api("GET", `/lobbies/${this.gameId}`, { invite: this.invite || undefined, token: heldSeat(this.gameId)?.token });
+      if (lobby.status === "finished") {
+        this.connection.over();
+        location.hash = `#/match/${this.gameId}?at=end`;
+      } else if (lobby.status === "cancelled") {
+        this.connection.over();
+        this.notice("This game was cancelled.");
+      }
+    } catch {
+      // Not known, or not reachable now: the reconnects go on.
+    } finally {
+      this.checkingLive = false;
+    }
   }
 
   destroy() {

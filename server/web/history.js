@@ -55,11 +55,13 @@ export class HistoryView {
 }
 
 export class MatchView {
-  constructor(root, tiles, id) {
+  /** `atEnd`: open at the final scores rather than at the start tile. */
+  constructor(root, tiles, id, atEnd = false) {
     this.root = root;
     this.tiles = tiles;
     this.id = id;
     this.step = 0;
+    this.atEnd = atEnd;
     this.board = new Board(tiles, "Board of the match");
     this.panel = h("aside", { class: "panel", "aria-label": "Match" });
     mount(root, h("section", { class: "game" }, h("div", { class: "board-area" }, this.board.element), this.panel));
@@ -76,6 +78,7 @@ export class MatchView {
     try {
       [this.match, this.record] = await Promise.all([api("GET", `/matches/${this.id}`), api("GET", `/matches/${this.id}/record`)]);
       this.completions = completionTurns(this.record, this.match.breakdown);
+      if (this.atEnd) this.step = this.record.turns.length;
       this.render();
     } catch (error) {
       mount(this.panel, h("p", { role: "alert" }, error.message));

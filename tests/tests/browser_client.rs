@@ -16,7 +16,8 @@ use carcassonne_tests::client::WsClient;
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::proxy::TcpProxy;
 use carcassonne_tests::server::TestServer;
-use serde_json::Value;
+use carcassonne_tests::table::Table;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// WebDriver key codes.
@@ -566,6 +567,40 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
     page.click("button[data-action=abort]").await;
     page.click("button[data-action=confirm-abort]").await;
     page.wait_until("window.carcassonne.connection.state.status === 'cancelled'")
+        .await;
+}
+
+/// A game that ended, and whose room closed after its post-game stay, while its player
+/// was away (a phone asleep, an old link): the server refuses the connection for good,
+/// so the page asks the REST API what became of the game and opens its finished match at
+/// the final scores, rather than reconnecting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_that_ended_and_closed_while_away_opens_as_its_finished_match() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some(mut driver) = Driver::start_or_skip().await else {
+        return;
+    };
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start_with(&database.url(), &["--post-game", "1s"]).await;
+    let mut table = Table::start(&server, 2, json!({ "tile_limit": 3 }), 31).await;
+    table.play_to_the_end().await;
+    assert_eq!(
+        table.players[0].close_code().await,
+        Some(1000),
+        "the room closes after its post-game stay"
+    );
+    let page = driver.open(1280, 900).await;
+    page.goto(&format!("{}/#/game/{}", server.http(), table.game))
+        .await;
+    page.wait_until("location.hash.endsWith('?at=end')").await;
+    page.wait_until("document.body.innerText.includes('Points by category')")
+        .await;
+    let text = page.eval("document.body.innerText").await;
+    assert!(
+        text.as_str().unwrap().contains("Turn 3 of 3"),
+        "the match opens at its end: {text}"
+    );
+    page.assert_accessible("a finished match reached from its game")
         .await;
 }
 
