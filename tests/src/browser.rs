@@ -345,9 +345,14 @@ pub struct Stage {
 impl Stage {
     /// The stage, or `None` when the browser is missing (see [`Driver::start_or_skip`]).
     pub async fn start_or_skip() -> Option<Stage> {
+        Stage::start_with_or_skip(&[]).await
+    }
+
+    /// [`Stage::start_or_skip`] with the server started with `options`.
+    pub async fn start_with_or_skip(options: &[&str]) -> Option<Stage> {
         let driver = Driver::start_or_skip().await?;
         let database = TestDatabase::sqlite();
-        let server = TestServer::start(&database.url()).await;
+        let server = TestServer::start_with(&database.url(), options).await;
         let base = server.http();
         Some(Stage {
             driver,

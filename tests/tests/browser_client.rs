@@ -577,20 +577,19 @@ async fn a_player_aborts_a_game_that_has_just_started_after_confirming() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_that_ended_and_closed_while_away_opens_as_its_finished_match() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
+    let Some(mut stage) = Stage::start_with_or_skip(&["--post-game", "1s"]).await else {
         return;
     };
-    let database = TestDatabase::sqlite();
-    let server = TestServer::start_with(&database.url(), &["--post-game", "1s"]).await;
-    let mut table = Table::start(&server, 2, json!({ "tile_limit": 3 }), 31).await;
+    let server = &stage.server;
+    let mut table = Table::start(server, 2, json!({ "tile_limit": 3 }), 31).await;
     table.play_to_the_end().await;
     assert_eq!(
         table.players[0].close_code().await,
         Some(1000),
         "the room closes after its post-game stay"
     );
-    let page = driver.open(1280, 900).await;
-    page.goto(&format!("{}/#/game/{}", server.http(), table.game))
+    let page = stage.driver.open(1280, 900).await;
+    page.goto(&format!("{}/#/game/{}", stage.base, table.game))
         .await;
     page.wait_until("location.hash.endsWith('?at=end')").await;
     page.wait_until("document.body.innerText.includes('Points by category')")
@@ -959,15 +958,13 @@ async fn wait_for_status(page: &Browser, words: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn quick_play_finds_a_game_with_a_bot_and_a_waiting_request_can_be_cancelled() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(mut driver) = Driver::start_or_skip().await else {
-        return;
-    };
-    let database = TestDatabase::sqlite();
     // Bots fill an unrated ticket after 3 s: long enough to see it wait.
     let options = ["--queue-bot-fill-after", "3s", "--queue-bot", "random"];
-    let server = TestServer::start_with(&database.url(), &options).await;
-    let base = server.http();
-    let page = driver.open(1280, 900).await;
+    let Some(mut stage) = Stage::start_with_or_skip(&options).await else {
+        return;
+    };
+    let base = stage.base.clone();
+    let page = stage.driver.open(1280, 900).await;
     page.goto(&format!("{base}/")).await;
     page.click("nav a[href='#/play']").await;
     page.wait_for("form.queue").await;
