@@ -81,15 +81,22 @@ fn two_player_game(clock: TimeControl) -> RoomMachine {
 
 /// Plays the seat to move's first legal move, as that player.
 fn play_first_legal(machine: &mut RoomMachine, now: Millis) -> Result<(), RoomError> {
+    let change = first_legal_change(machine, now)?;
+    commit(machine, Ok(change), now);
+    Ok(())
+}
+
+/// The change the seat to move's first legal move comes to, as that player's command,
+/// decided and not yet written.
+fn first_legal_change(machine: &mut RoomMachine, now: Millis) -> Result<Change, RoomError> {
     let seat = machine.game.as_ref().unwrap().current_player().unwrap();
     let hash = machine.seat_row(seat).unwrap().token_hash.clone();
     let mv = machine.game.as_ref().unwrap().legal_moves()[0];
     let id = format!("c{}", machine.seq());
     match machine.command(&hash, id, machine.seq(), mv, now)? {
-        Decision::Commit(change) => commit(machine, Ok(*change), now),
+        Decision::Commit(change) => Ok(*change),
         Decision::Repeat(_) => panic!("a new command was taken for a repeat"),
     }
-    Ok(())
 }
 
 /// Lets the bot job of the moment play its first legal move.
@@ -317,14 +324,8 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
     let mut rec = Recorder::default();
     for step in 0..6 {
         let now = T0 + 100 * step;
-        let seat = machine.game.as_ref().unwrap().current_player().unwrap();
-        let hash = machine.seat_row(seat).unwrap().token_hash.clone();
-        let mv = machine.game.as_ref().unwrap().legal_moves()[0];
-        let decision = machine.command(&hash, format!("c{step}"), machine.seq(), mv, now);
-        let Ok(Decision::Commit(change)) = decision else {
-            panic!("a new command was taken for a repeat");
-        };
-        rec.commit(&mut machine, *change, now);
+        let change = first_legal_change(&mut machine, now).unwrap();
+        rec.commit(&mut machine, change, now);
     }
     let live = LiveGame {
         lobby: machine.lobby.clone(),
