@@ -188,8 +188,8 @@ fn generate_match(random: &mut Random, players: &[PlayerRow], share: f64) -> Fin
     FinishedMatch {
         id,
         name: format!("game {}", id.simple()),
-        record: generate_record(random, &rules, &seats),
-        breakdown: generate_breakdown(random, seat_count),
+        record: generate_record(random, &rules, &seats).into(),
+        breakdown: generate_breakdown(random, seat_count).into(),
         rules,
         started_at: finished_at - duration,
         finished_at,

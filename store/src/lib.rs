@@ -69,11 +69,11 @@ pub use leases::LeaseHolder;
 pub use options::{RatingsAnnouncement, StoreOptions};
 pub use records::{
     ChatAudience, ChatEffect, ChatEntryRow, ChatPolicy, ChatRead, FinishedMatch, GameLog,
-    HeadToHead, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus, MatchCursor,
-    MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat, MatchStatus, MatchSummary,
-    Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, QueueRound, QueueTicket,
-    QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow, StoredAt, TicketStatus,
-    TimeControl,
+    HeadToHead, JsonText, LeaderboardCursor, LeaderboardEntry, LiveGame, LobbyRow, LobbyStatus,
+    MatchCursor, MatchDetail, MatchFilter, MatchPage, MatchPlanner, MatchSeat, MatchStatus,
+    MatchSummary, Millis, MoveOrigin, MoveRow, PlayerRating, PlayerRow, PlayerStats, QueueRound,
+    QueueTicket, QueuedLobby, RatedMatchEntry, RatingsRebuilt, SeatControl, SeatRow, StoredAt,
+    TicketStatus, TimeControl,
 };
 
 use std::pin::Pin;

@@ -8,6 +8,7 @@
 use crate::ratings::{RatedMatch, Rating, RatingChange, RatingPool};
 use carcassonne_core::{Expansion, Move, PointsByKind, Rules};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use uuid::Uuid;
 
 /// Milliseconds since the Unix epoch, UTC.
@@ -305,11 +306,47 @@ pub struct FinishedMatch {
     pub tiles_placed: u32,
     pub seats: Vec<MatchSeat>,
     /// Per-feature scoring (the engine's `FeatureScored` events), as JSON.
-    pub breakdown: serde_json::Value,
+    pub breakdown: JsonText,
     /// The game record of `notation.md`, as JSON.
-    pub record: serde_json::Value,
+    pub record: JsonText,
     /// What the match does to its players' ratings; `None` for an unrated match.
     pub rating: Option<RatedMatch>,
+}
+
+/// A JSON document kept as its text until it is written. A game's record and breakdown
+/// as `serde_json::Value` trees took thousands of small allocations each, all alive from
+/// the game's last move until the group commit wrote them; as text each is one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// `value` as JSON text.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<JsonText> {
+        serde_json::value::to_raw_value(value).map(JsonText)
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The document as a tree.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).expect("a RawValue holds valid JSON")
+    }
+}
+
+/// The same document, whatever the spacing or the order of keys of either text.
+impl PartialEq for JsonText {
+    fn eq(&self, other: &JsonText) -> bool {
+        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+    }
+}
+
+impl From<serde_json::Value> for JsonText {
+    fn from(value: serde_json::Value) -> JsonText {
+        JsonText::of(&value).expect("a Value serializes")
+    }
 }
 
 /// A finished match as lists show it.

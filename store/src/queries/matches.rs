@@ -10,8 +10,8 @@ use super::{Bind, Column, SqlBackend, SqlStore, Tx};
 use crate::convert::{TextColumn, expansions_mask, fit};
 use crate::match_query::{MatchListQuery, Param, match_list_query, placeholders, values_rows};
 use crate::{
-    FinishedMatch, HeadToHead, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter, MatchPage,
-    MatchSeat, MatchStatus, MatchSummary, PlayerStats, StoreError, TimeControl,
+    FinishedMatch, HeadToHead, JsonText, MAX_MATCH_PAGE, MatchCursor, MatchDetail, MatchFilter,
+    MatchPage, MatchSeat, MatchStatus, MatchSummary, PlayerStats, StoreError, TimeControl,
 };
 
 /// Matches written per multi-row `INSERT` when importing: few enough that the statement
@@ -47,6 +47,7 @@ where
     for<'a> Json<&'a TimeControl>: Bind<DB>,
     for<'a> Json<&'a Move>: Bind<DB>,
     for<'a> Json<&'a serde_json::Value>: Bind<DB>,
+    for<'a> Json<&'a JsonText>: Bind<DB>,
 {
     /// Fetches one row more than the page holds: its presence is what says there is a
     /// next page, without a second query or a final empty page.

@@ -9,8 +9,8 @@ use super::{Bind, Column, SqlBackend, SqlStore, Tx, WriterKind, detached_writer_
 use crate::convert::{TextColumn, fit};
 use crate::ratings::RatingChange;
 use crate::{
-    FinalChange, GameEnding, GameLog, LIVE_CHAT_ENTRIES, LiveGame, LobbyStatus, MoveOrigin,
-    MoveRow, RatingsAnnouncement, StoreError, StoredAt, TimeControl,
+    FinalChange, GameEnding, GameLog, JsonText, LIVE_CHAT_ENTRIES, LiveGame, LobbyStatus,
+    MoveOrigin, MoveRow, RatingsAnnouncement, StoreError, StoredAt, TimeControl,
 };
 
 /// The reads of live games, all selecting their lobbies by one condition.
@@ -103,6 +103,7 @@ where
     for<'a> Json<&'a TimeControl>: Bind<DB>,
     for<'a> Json<&'a Move>: Bind<DB>,
     for<'a> Json<&'a serde_json::Value>: Bind<DB>,
+    for<'a> Json<&'a JsonText>: Bind<DB>,
 {
     /// The lobby is updated before the move is inserted so that a stale `seq` is reported
     /// as such; a repeated `(seat, command_id)` under a new `seq` then fails on the

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use carcassonne_core::{Expansion, FigureKind, Move, PointsByKind, Pos, Rotation, Rules, Spot};
 use carcassonne_store::{
-    Backend, ChatPolicy, FinishedMatch, LobbyRow, LobbyStatus, MatchSeat, MatchStatus, Millis,
-    MoveOrigin, MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
+    Backend, ChatPolicy, FinishedMatch, JsonText, LobbyRow, LobbyStatus, MatchSeat, MatchStatus,
+    Millis, MoveOrigin, MoveRow, PlayerRow, SeatControl, SeatRow, Store, StoreOptions, TimeControl,
 };
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
@@ -483,8 +483,12 @@ pub fn finished_match(
         status: MatchStatus::Finished,
         tiles_placed: 71,
         seats,
-        breakdown: serde_json::json!([{ "feature": "city", "points": 12, "seats": [0] }]),
-        record: serde_json::json!({ "version": 1, "match": id.to_string(), "turns": [] }),
+        breakdown: JsonText::from(
+            serde_json::json!([{ "feature": "city", "points": 12, "seats": [0] }]),
+        ),
+        record: JsonText::from(
+            serde_json::json!({ "version": 1, "match": id.to_string(), "turns": [] }),
+        ),
         rating: None,
     }
 }

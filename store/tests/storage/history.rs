@@ -2,8 +2,8 @@
 
 use carcassonne_core::Expansion;
 use carcassonne_store::{
-    FinishedMatch, MAX_MATCH_PAGE, MatchCursor, MatchFilter, MatchStatus, MatchSummary, PlayerRow,
-    Store,
+    FinishedMatch, JsonText, MAX_MATCH_PAGE, MatchCursor, MatchFilter, MatchStatus, MatchSummary,
+    PlayerRow, Store,
 };
 use uuid::Uuid;
 
@@ -231,20 +231,20 @@ backend_tests! {
     async fn match_detail_and_record_round_trip(context: Context) {
         let history = SampleHistory::write(&context.store).await;
         let mut special = finished_match(EPOCH - 1, &Expansion::ALL, &[(None, 0), (None, 0)]);
-        special.record = serde_json::json!({
+        special.record = JsonText::from(serde_json::json!({
             "players": ["Zoë", "李"],
             "turns": [{ "tile": "D", "at": [0, -1], "rotation": 90 }],
             "final": { "scores": [0, 0], "note": null },
-        });
-        special.breakdown = serde_json::json!([]);
+        }));
+        special.breakdown = JsonText::from(serde_json::json!([]));
         context.store.import_matches(std::slice::from_ref(&special)).await.unwrap();
 
         for result in history.matches.iter().take(3).chain([&special]) {
             let detail = context.store.match_detail(result.id).await.unwrap().unwrap();
             assert_eq!(detail.summary, summary_of(result));
-            assert_eq!(detail.breakdown, result.breakdown);
+            assert_eq!(detail.breakdown, result.breakdown.to_value());
             let record = context.store.match_record(result.id).await.unwrap();
-            assert_eq!(record.as_ref(), Some(&result.record));
+            assert_eq!(record, Some(result.record.to_value()));
         }
         assert_eq!(context.store.match_detail(Uuid::new_v4()).await.unwrap(), None);
         assert_eq!(context.store.match_record(Uuid::new_v4()).await.unwrap(), None);
