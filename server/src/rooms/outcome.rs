@@ -16,10 +16,10 @@ use carcassonne_store::ratings::{
     Entrant, RatedMatch, RatedSeat, Rating, RatingPool, places_by_score,
 };
 use carcassonne_store::{
-    FinishedMatch, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl, SeatRow,
+    FinishedMatch, JsonText, LobbyRow, MatchSeat, MatchStatus, Millis, MoveRow, SeatControl,
+    SeatRow,
 };
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
 /// Everything a finished match is built from.
@@ -71,7 +71,7 @@ impl MatchBuilder<'_> {
             finished_at: self.finished_at,
             tiles_placed: self.game.tiles_placed(),
             seats,
-            breakdown: serde_json::to_value(breakdown).expect("scores serialize"),
+            breakdown: JsonText::of(&breakdown).expect("scores serialize"),
             record: self.game_record(),
             status: self.status,
             rating: self
@@ -95,7 +95,7 @@ impl MatchBuilder<'_> {
 
     /// The game in the notation of `notation.md`, with the server's extras. An abandoned
     /// game's record holds its whole turns; a turn cut off after its tile is left out.
-    fn game_record(&self) -> Value {
+    fn game_record(&self) -> JsonText {
         let last = self.last.map(|row| row.mv);
         let moves: Vec<Move> = self.moves.iter().copied().chain(last).collect();
         let turns = moves
@@ -121,7 +121,7 @@ impl MatchBuilder<'_> {
             deck_salt: proof.as_ref().map(DeckProof::salt_hex),
             deck_commitment: proof.as_ref().map(DeckProof::commitment_hex),
         };
-        serde_json::to_value(record).expect("records serialize")
+        JsonText::of(&record).expect("records serialize")
     }
 }
 

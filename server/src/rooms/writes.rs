@@ -192,8 +192,8 @@ pub async fn write(
     let logged = match change {
         Change::Moved {
             row,
-            last: Some(last),
-        } => return Box::pin(store.finish_game(game, FinalChange::Move(row), &last.result)).await,
+            result: Some(result),
+        } => return Box::pin(store.finish_game(game, FinalChange::Move(row), result)).await,
         Change::Moved { row, .. } => {
             return Box::pin(store.append_move(game, row)).await.map(|()| None);
         }
@@ -237,7 +237,7 @@ mod tests {
             created_at: 0,
             origin: MoveOrigin::Player,
         };
-        Change::Moved { row, last: None }
+        Change::Moved { row, result: None }
     }
 
     fn stored(seq: u64, owner: Option<&str>, alive: bool, at: Option<(u8, &str)>) -> StoredAt {

@@ -32,7 +32,7 @@ impl RoomMachine {
                 randomized,
                 ..
             } => self.apply_start(lobby, seats, *game, events, randomized, now),
-            Change::Moved { row, last } => self.apply_move(row, last, now),
+            Change::Moved { row, result } => self.apply_move(row, result, now),
             Change::SeatChanged {
                 row,
                 reason,
@@ -82,7 +82,7 @@ impl RoomMachine {
     pub(super) fn apply_move(
         &mut self,
         row: MoveRow,
-        last: Option<Box<LastMove>>,
+        result: Option<Box<FinishedMatch>>,
         now: Millis,
     ) -> Arc<Outgoing> {
         let mut announced = Vec::new();
@@ -99,7 +99,7 @@ impl RoomMachine {
                 reason: origin_reason(row.origin, self.seat_row(row.seat)),
             }));
         }
-        let (events, result) = self.play_written(row.mv, last);
+        let events = self.play_written(row.mv);
         let next = self.game.as_ref().and_then(Game::current_player);
         if let Some(clocks) = self.clocks.as_mut() {
             clocks.record(&row, next);
@@ -113,22 +113,8 @@ impl RoomMachine {
         self.publish_move(announced, now)
     }
 
-    /// Takes a written move into the game: the game a last move was played on ahead,
-    /// or any other move played in place. Returns its events, and the match it ended.
-    fn play_written(
-        &mut self,
-        mv: Move,
-        last: Option<Box<LastMove>>,
-    ) -> (Vec<Event>, Option<FinishedMatch>) {
-        if let Some(last) = last {
-            let LastMove {
-                game,
-                events,
-                result,
-            } = *last;
-            self.game = Some(game);
-            return (events, Some(result));
-        }
+    /// Plays a written move on the room's game and returns its events.
+    fn play_written(&mut self, mv: Move) -> Vec<Event> {
         let game = self
             .game
             .as_mut()
@@ -137,10 +123,8 @@ impl RoomMachine {
         // applies no other change between deciding a move and applying it once written
         // (an unconfirmed write is settled before anything else), so it cannot be
         // refused now; a refusal would mean the stored log and the room disagree.
-        let events = game
-            .play(mv)
-            .expect("a written move was checked on this state");
-        (events, None)
+        game.play(mv)
+            .expect("a written move was checked on this state")
     }
 
     /// Whether the timeout of this move's turn was already announced (with its tile).

@@ -76,9 +76,10 @@ pub enum Change {
     Cancelled(CancelReason),
     Moved {
         row: MoveRow,
-        /// Present when this move ends the game. Any other move is only checked when it
-        /// is decided, and played on the room's game once it is written.
-        last: Option<Box<LastMove>>,
+        /// Present when this move ends the game: the match's result, which takes the
+        /// end-of-game scoring to know. Every move is only checked when it is decided,
+        /// and played on the room's game once it is written.
+        result: Option<Box<FinishedMatch>>,
     },
     /// A seat's control or token changed; `row` is the seat as it will be stored.
     SeatChanged {
@@ -145,8 +146,9 @@ impl Change {
     pub fn rates_match(&self) -> bool {
         let result = match self {
             Change::Moved {
-                last: Some(last), ..
-            } => &last.result,
+                result: Some(result),
+                ..
+            } => result,
             Change::SeatChanged {
                 result: Some(result),
                 ..
@@ -161,15 +163,6 @@ impl Change {
         let events = self.logged_events()?;
         Some(serde_json::to_string(&events).expect("events serialize"))
     }
-}
-
-/// A game's last move, played ahead on a copy of the game: its write carries the match's
-/// result, which takes the end-of-game scoring to know.
-#[derive(Debug)]
-pub struct LastMove {
-    pub game: Game,
-    pub events: Vec<Event>,
-    pub result: FinishedMatch,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -648,23 +641,25 @@ impl RoomMachine {
             created_at: now,
             origin,
         };
-        let last = match ends {
-            true => Some(Box::new(self.last_move(game, &row, now)?)),
+        let result = match ends {
+            true => Some(Box::new(self.last_move_result(game, &row, now)?)),
             false => None,
         };
-        Ok(Change::Moved { row, last })
+        Ok(Change::Moved { row, result })
     }
 
-    /// Plays a game's last move on a copy of the game, for the result its write carries.
-    fn last_move(&self, game: &Game, row: &MoveRow, now: Millis) -> Result<LastMove, RoomError> {
+    /// The result a game's last move comes to, for its write to carry: the move is played
+    /// ahead on a copy of the game, dropped at once rather than kept while the write is
+    /// under way (about 13 KB a game, for every game ending in the same batch).
+    fn last_move_result(
+        &self,
+        game: &Game,
+        row: &MoveRow,
+        now: Millis,
+    ) -> Result<FinishedMatch, RoomError> {
         let mut game = game.clone();
         let events = game.play(row.mv)?;
-        let result = self.finished_match(&game, &self.seats, Some(row), &events, now);
-        Ok(LastMove {
-            game,
-            events,
-            result,
-        })
+        Ok(self.finished_match(&game, &self.seats, Some(row), &events, now))
     }
 
     fn playable_game(&self) -> Result<&Game, RoomError> {
