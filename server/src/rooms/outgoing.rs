@@ -33,8 +33,11 @@ impl Text {
 }
 
 impl From<String> for Text {
+    /// Kept at its length: serializing grows a `String` by doubling, and a room keeps its
+    /// recent texts for catch-ups, so their spare capacity (up to half of each) would
+    /// stay for as long.
     fn from(text: String) -> Text {
-        Text(Bytes::from(text))
+        Text(Bytes::from(text.into_boxed_str().into_boxed_bytes()))
     }
 }
 

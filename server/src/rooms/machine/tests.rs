@@ -857,6 +857,19 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     assert!(most <= 32 * 1024, "the room held {most} bytes");
 }
 
+/// An update's text is kept for catch-ups as long as the room lives: at its length, not at
+/// the capacity its serializer grew it to.
+#[test]
+fn an_update_text_holds_its_length_not_its_spare_capacity() {
+    let before = heap::held();
+    let mut written = String::with_capacity(4096);
+    written.push_str(&"x".repeat(1000));
+    let text = Text::from(written);
+    let held = heap::held() - before;
+    assert_eq!(text.len(), 1000);
+    assert!(held <= 1024, "a 1,000-byte text holds {held} bytes");
+}
+
 /// Plays a whole game of `rules` with `choose` picking among the legal moves, and
 /// returns the most the game itself held at once, measured after every move.
 fn most_a_game_holds(rules: Rules, mut choose: impl FnMut(&[Move]) -> Move) -> isize {
