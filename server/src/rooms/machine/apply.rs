@@ -170,6 +170,8 @@ impl RoomMachine {
         self.lobby.status = LobbyStatus::Finished;
         self.lobby.finished_at = Some(result.finished_at);
         self.ended = true;
+        // The result was made from it, and nothing reads it in the post-game stay.
+        self.breakdown = Vec::new();
         self.begin_post_game(now);
         if let Some(clocks) = self.clocks.as_mut() {
             clocks.stop();

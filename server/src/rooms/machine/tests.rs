@@ -841,6 +841,11 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
         most = most.max(heap::held() - before);
     }
     eprintln!("the last move's change, under way: {last_write} bytes");
+    assert_eq!(
+        machine.breakdown.capacity(),
+        0,
+        "a finished room keeps its scoring breakdown"
+    );
     let weigh = |what: &str, held: isize| eprintln!("{what}: {held} bytes");
     let held = heap::held();
     drop(machine.game.take());
