@@ -22,7 +22,9 @@ use std::process::ExitCode;
 /// share of the server's CPU on them. Built without transparent huge pages (`no_thp`):
 /// with them, mimalloc asks for 2 MiB pages, so that each fresh page of its arenas costs
 /// a 2 MiB zeroing fault and a few KiB in use can hold a whole huge page resident, which
-/// makes every idle connection dearer.
+/// makes every idle connection dearer. The `system-allocator` feature leaves it out, for
+/// heap profilers that hook `malloc` (docs/performance.md, "Memory").
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::str::FromStr;
