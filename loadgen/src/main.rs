@@ -142,6 +142,11 @@ struct MemoryArgs {
     /// Also measure a connection to a bare WebSocket echo server.
     #[arg(long)]
     echo: bool,
+    /// After the step that brings the games to N moves (or to their end, when they end
+    /// first), say so on stderr and wait 60 s: time for a heap profiler to take the
+    /// server's heap there, by killing it.
+    #[arg(long, value_name = "N")]
+    hold_after: Option<usize>,
     /// Seed of the move choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -208,6 +213,7 @@ async fn main() -> ExitCode {
                 games: args.games,
                 moves_per_step: args.moves_per_step.max(1),
                 echo: args.echo,
+                hold_after: args.hold_after,
                 seed: args.seed,
             };
             match memory::measure(&options).await {

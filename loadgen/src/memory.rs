@@ -13,6 +13,9 @@
 //!    leave behind is still counted in it).
 //! 6. Optionally, N connections to a bare WebSocket echo server: the floor of any socket.
 //!
+//! `--hold-after N` holds still for a minute after the step that reaches N moves, for a
+//! heap profiler to take the server's heap there.
+//!
 //! Everything else stays open to the end: a socket closed before a step would leave its
 //! memory to the next, which would then seem to cost nothing.
 //!
@@ -31,6 +34,8 @@ use std::time::Duration;
 
 /// How long the server is left before its RSS is read: its writes and timers settle.
 const SETTLE: Duration = Duration::from_secs(1);
+/// How long `--hold-after` holds still.
+const HOLD: Duration = Duration::from_secs(60);
 
 /// What to measure; see `carcassonne-loadgen memory --help`.
 #[derive(Clone, Debug)]
@@ -40,6 +45,8 @@ pub struct MemoryOptions {
     /// Moves every game plays between two readings.
     pub moves_per_step: usize,
     pub echo: bool,
+    /// Moves after which to hold still for a heap profiler.
+    pub hold_after: Option<usize>,
     pub seed: u64,
 }
 
@@ -97,6 +104,7 @@ pub async fn measure(options: &MemoryOptions) -> Result<MemoryReport, String> {
     let connected = rss.settled().await?;
     report.player_connection = per(connected.saturating_sub(started), tables.len() * 2);
     let mut played = 0;
+    let mut held = false;
     while tables.iter().any(|table| !table.over) {
         tables = advance_all(tables, options.moves_per_step).await;
         played += options.moves_per_step;
@@ -106,6 +114,16 @@ pub async fn measure(options: &MemoryOptions) -> Result<MemoryReport, String> {
         let room = with_sockets - 2.0 * report.player_connection;
         report.room_by_moves.push((played, room));
         report.room_most = report.room_most.max(room);
+        let over = tables.iter().all(|table| table.over);
+        if !held
+            && options
+                .hold_after
+                .is_some_and(|hold| played >= hold || over)
+        {
+            held = true;
+            eprintln!("holding after {played} moves for {} s", HOLD.as_secs());
+            tokio::time::sleep(HOLD).await;
+        }
     }
     report.failures = options.games - tables.len();
     report.room_most = report.room_most.max(report.room_at_start);
