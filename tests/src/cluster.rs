@@ -290,6 +290,9 @@ impl RoamingClient {
             let message: Value = serde_json::from_str(&text).expect("the server sends JSON");
             assert_valid_server_message(&message);
             quiet.heard(&message);
+            if ended_elsewhere(&message) {
+                return self.finished_while_away(url).await;
+            }
             if !self.absorb(&message, mirror) {
                 return Next::Reconnect;
             }
@@ -306,8 +309,8 @@ impl RoamingClient {
         }
     }
 
-    /// After a 404 for the game's socket: finished if the match is served, or else try
-    /// again (a node that does not know the game yet).
+    /// After a 404 for the game's socket, or a `hello` answered `not_found`: finished if
+    /// the match is served, or else try again (a node that does not know the game yet).
     async fn finished_while_away(&self, ws_url: &str) -> Next {
         let base = ws_url.replacen("ws://", "http://", 1);
         let (node, _) = base.split_once("/ws/").expect("a game socket URL");
@@ -398,6 +401,13 @@ impl RoamingClient {
         let id = format!("s{seat}-{seq}-{choice}");
         Some(json!({ "type": "command", "id": id, "seq": seq, "move": mv }))
     }
+}
+
+/// Whether a frame says the game ended and its room is out of reach: a node relaying
+/// to a finished game's room answers a `hello` so when that room's node is gone or
+/// frozen, as the protocol documents. The match is then read over REST.
+fn ended_elsewhere(message: &Value) -> bool {
+    message["type"] == "error" && message["error"]["code"] == "not_found"
 }
 
 /// How long a connection has been quiet, and what a client does about it.
@@ -576,18 +586,24 @@ pub fn assert_clients_agree_with_the_log(
     logged: &[(u64, String)],
 ) {
     let saw_the_end: Vec<&RoamingReport> = reports.iter().filter(|r| r.saw_the_end).collect();
-    assert!(!saw_the_end.is_empty(), "{game}: a client saw the end");
     for report in &saw_the_end {
         assert_eq!(report.state["status"], "finished", "{game}");
         assert_eq!(report.state, saw_the_end[0].state, "{game}: clients agree");
     }
-    let final_seq = saw_the_end[0].seq;
-    assert_eq!(
-        logged.last().map(|(seq, _)| *seq),
-        Some(final_seq),
-        "{game}"
+    let logged_seq = logged.last().map_or(0, |(seq, _)| *seq);
+    assert!(
+        reports.iter().all(|report| report.seq <= logged_seq),
+        "{game}: no client saw past the log's end"
     );
-    assert!(logged.iter().all(|(seq, _)| *seq <= final_seq), "{game}");
+    // None may have seen the end: when the owner stopped between storing the last move
+    // and publishing it, and its room stayed out of reach, every client read the
+    // finished match over REST instead.
+    if let Some(first) = saw_the_end.first() {
+        assert_eq!(
+            first.seq, logged_seq,
+            "{game}: the log ends where the game did"
+        );
+    }
     let mut states = std::collections::HashMap::new();
     for (seq, digest) in reports.iter().flat_map(|report| &report.states) {
         let first = *states.entry(*seq).or_insert(*digest);
