@@ -13,6 +13,8 @@ use prometheus::{
 pub struct Metrics {
     registry: Registry,
     pub live_rooms: IntGauge,
+    /// Of those, games whose room let go of the engine's game while a human thinks.
+    pub resting_games: IntGauge,
     pub connections: IntGauge,
     /// Open WebSocket connections by role: `pending` (before hello), `player`,
     /// `spectator`.
@@ -65,6 +67,11 @@ impl Metrics {
             live_rooms: IntGauge::new(
                 "carcassonne_live_games",
                 "Lobbies and games held in memory by this server.",
+            )
+            .expect("valid metric"),
+            resting_games: IntGauge::new(
+                "carcassonne_resting_games",
+                "Games in memory resting: their engine state let go until their next request.",
             )
             .expect("valid metric"),
             connections: IntGauge::new("carcassonne_connections", "Open WebSocket connections.")
@@ -138,8 +145,9 @@ impl Metrics {
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn Collector>; 14] = [
+        let collectors: [Box<dyn Collector>; 15] = [
             Box::new(self.live_rooms.clone()),
+            Box::new(self.resting_games.clone()),
             Box::new(self.connections.clone()),
             Box::new(self.connections_by_role.clone()),
             Box::new(self.refused.clone()),

@@ -61,6 +61,35 @@ async fn metrics_count_http_requests_by_route_and_connections_by_role() {
     wait_for_metrics(&api, &expected).await;
 }
 
+/// A game nobody moves in for a second rests, its engine state let go, and wakes for
+/// whatever comes next: a move, or a player's hello, whose answer must carry the mover's
+/// legal moves. Resting and waking all through a game, it plays to its end with every
+/// client's mirror agreeing, and rests again in its post-game stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_rests_while_its_players_think_and_wakes_for_each_request() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = Table::start(&server, 2, json!({}), 4).await;
+    let api = Api::new(server.http());
+    let resting = ["carcassonne_resting_games 1"];
+    let mut rests = 0;
+    while !table.is_over() {
+        for _ in 0..25 {
+            if !table.is_over() {
+                table.play_one().await;
+            }
+        }
+        wait_for_metrics(&api, &resting).await;
+        rests += 1;
+        if rests % 2 == 0 && !table.is_over() {
+            table.reconnect(&server).await;
+        }
+    }
+    assert!(rests >= 3, "the game rested {rests} times");
+    table.assert_mirrors_agree();
+    wait_for_metrics(&api, &resting).await;
+}
+
 /// Waits up to 5 s for the metrics to hold every one of `lines`: the server counts a
 /// WebSocket in the task it starts after the handshake's answer, so a client that has
 /// its answer may ask for the metrics before its connection is counted.

@@ -68,6 +68,10 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// How many changing requests may wait behind a write before the room stops taking
 /// requests (and senders wait on its queue instead).
 const MOST_WAITING: usize = 256;
+/// How long a game waits untouched before its room lets go of it (see
+/// [`crate::rooms::machine`]'s `rest`): long past the moments of a move, short beside a
+/// human's turn.
+const REST_AFTER: Duration = Duration::from_secs(1);
 
 /// A bot's answer, with the job it answers.
 type Thinking = Pin<Box<dyn Future<Output = (BotJob, Option<Move>)> + Send>>;
@@ -311,6 +315,7 @@ impl Room {
                 thinking = self.start_thinking();
             }
             let wakeup = self.wakeup_in().filter(|_| idle);
+            let may_rest = idle && thinking.is_none() && self.machine.may_rest();
             let taking = self.stopping.is_none() && self.waiting.len() < MOST_WAITING;
             tokio::select! {
                 done = async { self.in_flight.as_mut().expect("guarded").await },
@@ -334,7 +339,15 @@ impl Room {
                     thinking = None;
                     self.waiting.push_back(Work::BotAnswer(Box::new(job), answer));
                 }
+                _ = tokio::time::sleep(REST_AFTER), if may_rest => {
+                    if self.machine.rest() {
+                        self.metrics.resting_games.inc();
+                    }
+                }
                 _ = tokio::time::sleep(wakeup.unwrap_or_default()), if wakeup.is_some() => {
+                    if !self.wake_game() {
+                        continue;
+                    }
                     let now = now_millis();
                     self.machine.time_out(now);
                     if let Some(expired) = self.machine.expire_rematch(now) {
@@ -342,6 +355,9 @@ impl Room {
                     }
                 }
             }
+        }
+        if self.machine.is_resting() {
+            self.metrics.resting_games.dec();
         }
         tracing::info!(status = ?self.machine.status(), seq = self.machine.seq(), "room unloaded");
     }
@@ -365,6 +381,9 @@ impl Room {
             let Some(change) = self.machine.due_change(now_millis()) else {
                 return;
             };
+            if !self.wake_game() {
+                return;
+            }
             match self.unconfirmed.take() {
                 Some(unconfirmed) => self.start_settling(unconfirmed),
                 None => self.start_write(change, Waiter::Nobody),
@@ -392,8 +411,28 @@ impl Room {
     /// Takes mail in.
     fn receive(&mut self, mail: Mail) {
         match mail {
-            Mail::Request(request, reply) => self.take_in(*request, reply),
+            Mail::Request(request, reply) if self.wake_game() => self.take_in(*request, reply),
+            Mail::Request(_, reply) => reply.send(Err(RoomError::Internal)),
             Mail::Unload => self.lose_game(),
+        }
+    }
+
+    /// Rebuilds a resting room's game before anything reaches the machine. False when its
+    /// log does not replay: the room cannot trust its memory and stops, its connections
+    /// told to reconnect.
+    fn wake_game(&mut self) -> bool {
+        match self.machine.wake() {
+            Ok(woke) => {
+                if woke {
+                    self.metrics.resting_games.dec();
+                }
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "a resting game does not replay; the room stops");
+                self.stopping = Some(Stop::ShuttingDown);
+                false
+            }
         }
     }
 

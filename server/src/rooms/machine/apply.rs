@@ -195,6 +195,7 @@ impl RoomMachine {
     // ---- Publishing ------------------------------------------------------------------
 
     pub(super) fn current_view(&self, _now: Millis) -> PublicState {
+        debug_assert!(self.resting.is_none(), "the view of a resting room");
         public_state(
             &self.lobby,
             &self.seats,

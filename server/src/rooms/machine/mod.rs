@@ -45,6 +45,7 @@ pub mod history;
 mod kept_updates;
 mod move_log;
 mod post_game;
+mod rest;
 mod talk;
 mod timers;
 
@@ -229,6 +230,8 @@ pub struct RoomMachine {
     lobby: LobbyRow,
     seats: Vec<SeatRow>,
     game: Option<Game>,
+    /// Set while the room rests without its game (see [`rest`]).
+    resting: Option<rest::Resting>,
     log: MoveLog,
     /// Every feature scored so far, for the match summary.
     breakdown: Vec<FeatureScore>,
@@ -271,6 +274,7 @@ impl RoomMachine {
             lobby,
             seats,
             game: None,
+            resting: None,
             log: MoveLog::default(),
             breakdown: Vec::new(),
             points: Vec::new(),

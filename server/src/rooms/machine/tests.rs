@@ -199,6 +199,56 @@ fn a_turn_past_its_deadline_is_played_by_a_bot_and_the_player_is_refused() {
     assert!(machine.bot_job().is_none());
 }
 
+/// A room that rests between moves wakes to the very game it let go of: the same game
+/// after every move, and the same updates for every client as a room that never rests.
+#[test]
+fn a_resting_room_wakes_to_the_same_game_and_sends_the_same_updates() {
+    let mut resting = two_player_game(TimeControl::None);
+    let mut awake = two_player_game(TimeControl::None);
+    let mut moves = 0;
+    while awake.game.as_ref().unwrap().current_player().is_some() {
+        assert!(resting.rest(), "a room waiting for a human rests");
+        assert!(resting.game.is_none() && resting.is_resting());
+        assert!(resting.wake().unwrap(), "it woke");
+        assert_eq!(resting.game, awake.game, "the game after {moves} moves");
+        let from_rested = first_legal_change(&mut resting, T0).unwrap();
+        let from_awake = first_legal_change(&mut awake, T0).unwrap();
+        let (rested, kept) = (resting.apply(from_rested, T0), awake.apply(from_awake, T0));
+        assert_eq!(rested.for_mover.as_bytes(), kept.for_mover.as_bytes());
+        assert_eq!(rested.for_others.as_bytes(), kept.for_others.as_bytes());
+        moves += 1;
+    }
+    assert!(moves > 100, "a whole game was played: {moves} moves");
+    assert!(
+        resting.rest(),
+        "a finished room rests through its post-game stay"
+    );
+    assert!(resting.wake().unwrap());
+    assert_eq!(resting.game, awake.game);
+}
+
+/// A resting room still knows whose turn it is: its deadline stands, and once the turn
+/// has run out it wakes and a bot plays it; a room whose bot is to move never rests.
+#[test]
+fn a_resting_room_keeps_its_turn_deadline_and_never_rests_before_a_bot() {
+    let clock = TimeControl::Turn {
+        per_turn_ms: 2_000,
+        reserve_ms: 1_000,
+    };
+    let mut machine = two_player_game(clock);
+    assert!(machine.rest());
+    assert_eq!(machine.next_wakeup(), Some(T0 + 3_000));
+    assert!(machine.due_change(T0 + 3_000).is_none());
+    assert!(machine.wake().unwrap());
+    assert!(machine.time_out(T0 + 3_000));
+    assert!(
+        !machine.may_rest(),
+        "the stand-in must play the timed-out turn"
+    );
+    assert!(!machine.rest());
+    assert_eq!(machine.bot_job().unwrap().origin, MoveOrigin::Timeout);
+}
+
 /// Lets seat 0's turn run out and the stand-in play it, then seat 1 play its own turn.
 fn time_out_seat_zero(machine: &mut RoomMachine, now: Millis) -> Millis {
     let deadline = machine.next_wakeup().unwrap().max(now);
@@ -831,6 +881,7 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     let mut most = 0;
     let mut moves = 0;
     let mut last_write = 0;
+    let mut most_resting = 0;
     while machine.game.as_ref().unwrap().current_player().is_some() {
         let held = heap::held();
         let change = first_legal_change(&mut machine, T0).unwrap();
@@ -839,8 +890,17 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
         commit(&mut machine, Ok(change), T0);
         moves += 1;
         most = most.max(heap::held() - before);
+        if machine.rest() {
+            most_resting = most_resting.max(heap::held() - before);
+            machine.wake().unwrap();
+        }
     }
     eprintln!("the last move's change, under way: {last_write} bytes");
+    eprintln!("at most while resting between moves: {most_resting} bytes");
+    assert!(
+        most_resting <= 14 * 1024,
+        "a resting room held {most_resting} bytes"
+    );
     assert_eq!(
         machine.breakdown.capacity(),
         0,

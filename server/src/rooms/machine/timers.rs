@@ -31,8 +31,7 @@ impl RoomMachine {
     }
 
     pub(super) fn seat_to_move(&self) -> Option<&SeatRow> {
-        let seat = self.game.as_ref()?.current_player()?;
-        self.seat_row(seat)
+        self.seat_row(self.player_to_move()?)
     }
 
     /// The turn in progress ran past its deadline: the rest of it is played for the
