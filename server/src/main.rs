@@ -241,6 +241,10 @@ struct RoomArgs {
     /// How long a rematch offer waits for every player's answer.
     #[arg(long, env = "REMATCH_OFFER", default_value_t = HumanDuration(RoomSettings::default().rematch_offer))]
     rematch_offer: HumanDuration,
+    /// How long a game waits untouched, a human to move, before its room lets go of the
+    /// engine's game (most of its memory) and replays it from its moves when next needed.
+    #[arg(long, env = "REST_AFTER", default_value_t = HumanDuration(RoomSettings::default().rest_after))]
+    rest_after: HumanDuration,
 }
 
 fn rating_pool(name: &str) -> Result<RatingPool, String> {
@@ -479,6 +483,7 @@ fn config_from(args: &ServeArgs) -> Config {
         rated_bot_pools,
         post_game: args.rooms.post_game.0,
         rematch_offer: args.rooms.rematch_offer.0,
+        rest_after: args.rooms.rest_after.0,
     };
     let bot_threads = args.rooms.bot_threads.max(1);
     Config {

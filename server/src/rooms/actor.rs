@@ -68,10 +68,6 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// How many changing requests may wait behind a write before the room stops taking
 /// requests (and senders wait on its queue instead).
 const MOST_WAITING: usize = 256;
-/// How long a game waits untouched before its room lets go of it (see
-/// [`crate::rooms::machine`]'s `rest`): long past the moments of a move, short beside a
-/// human's turn.
-const REST_AFTER: Duration = Duration::from_secs(1);
 
 /// A bot's answer, with the job it answers.
 type Thinking = Pin<Box<dyn Future<Output = (BotJob, Option<Move>)> + Send>>;
@@ -315,6 +311,7 @@ impl Room {
                 thinking = self.start_thinking();
             }
             let wakeup = self.wakeup_in().filter(|_| idle);
+            let rest_after = self.machine.settings().rest_after;
             let may_rest = idle && thinking.is_none() && self.machine.may_rest();
             let taking = self.stopping.is_none() && self.waiting.len() < MOST_WAITING;
             tokio::select! {
@@ -339,7 +336,7 @@ impl Room {
                     thinking = None;
                     self.waiting.push_back(Work::BotAnswer(Box::new(job), answer));
                 }
-                _ = tokio::time::sleep(REST_AFTER), if may_rest => {
+                _ = tokio::time::sleep(rest_after), if may_rest => {
                     if self.machine.rest() {
                         self.metrics.resting_games.inc();
                     }

@@ -89,6 +89,9 @@ pub struct RoomSettings {
     pub rated_bot_pools: RatedBotPools,
     /// How long a finished game's room stays for its players (post-game chat, rematch).
     pub post_game: Duration,
+    /// How long a game waits untouched, a human to move, before its room lets go of
+    /// the engine's game and replays it when next needed (see `machine::rest`).
+    pub rest_after: Duration,
     /// How long a rematch offer waits for every player's answer.
     pub rematch_offer: Duration,
 }
@@ -103,6 +106,7 @@ impl Default for RoomSettings {
             rated_bot_pools: RatedBotPools::default(),
             post_game: Duration::from_secs(120),
             rematch_offer: Duration::from_secs(60),
+            rest_after: Duration::from_secs(1),
         }
     }
 }

@@ -61,6 +61,10 @@ impl RoomMachine {
         Ok(true)
     }
 
+    pub fn settings(&self) -> &RoomSettings {
+        &self.settings
+    }
+
     pub fn is_resting(&self) -> bool {
         self.resting.is_some()
     }
