@@ -32,8 +32,9 @@ use futures_util::{StreamExt, stream};
 use serde::Serialize;
 use std::time::Duration;
 
-/// How long the server is left before its RSS is read: its writes and timers settle.
-const SETTLE: Duration = Duration::from_secs(1);
+/// How long the server is left before its RSS is read: its writes and timers settle,
+/// and its rooms, a second after their last move, rest as they do while people think.
+const SETTLE: Duration = Duration::from_secs(2);
 /// How long `--hold-after` holds still.
 const HOLD: Duration = Duration::from_secs(60);
 
