@@ -336,7 +336,8 @@ impl Room {
                     thinking = None;
                     self.waiting.push_back(Work::BotAnswer(Box::new(job), answer));
                 }
-                _ = tokio::time::sleep(rest_after), if may_rest => {
+                // Made only when polled: most turns of the loop cannot rest.
+                () = async { tokio::time::sleep(rest_after).await }, if may_rest => {
                     if self.machine.rest() {
                         self.metrics.resting_games.inc();
                     }
