@@ -61,12 +61,12 @@ async fn metrics_count_http_requests_by_route_and_connections_by_role() {
     wait_for_metrics(&api, &expected).await;
 }
 
-/// A game nobody moves in for a second rests, its engine state let go, and wakes for
-/// whatever comes next: a move, or a player's hello, whose answer must carry the mover's
-/// legal moves. Resting and waking all through a game, it plays to its end with every
-/// client's mirror agreeing, and rests again in its post-game stay.
+/// A game nobody moves in for a second rests, its engine state let go, and wakes for its
+/// next move. Its players' hellos and a spectator's are answered at rest, the mover's
+/// with their legal moves. Resting and waking all through a game, it plays to its end
+/// with every client's mirror agreeing, and rests again in its post-game stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_game_rests_while_its_players_think_and_wakes_for_each_request() {
+async fn a_game_rests_while_its_players_think_and_wakes_for_their_moves() {
     let database = TestDatabase::sqlite();
     let server = TestServer::start(&database.url()).await;
     let mut table = Table::start(&server, 2, json!({}), 4).await;
@@ -83,6 +83,11 @@ async fn a_game_rests_while_its_players_think_and_wakes_for_each_request() {
         rests += 1;
         if rests % 2 == 0 && !table.is_over() {
             table.reconnect(&server).await;
+            let (_, metrics) = api.get("/metrics").await;
+            assert!(
+                metrics.as_str().unwrap().contains(resting[0]),
+                "the hellos left the game resting:\n{metrics}"
+            );
         }
     }
     assert!(rests >= 3, "the game rested {rests} times");

@@ -409,13 +409,18 @@ impl Room {
     /// Takes mail in.
     fn receive(&mut self, mail: Mail) {
         match mail {
-            Mail::Request(request, reply) if self.wake_game() => self.take_in(*request, reply),
+            Mail::Request(request, reply)
+                if self.machine.answers_at_rest(&request) || self.wake_game() =>
+            {
+                self.take_in(*request, reply)
+            }
             Mail::Request(_, reply) => reply.send(Err(RoomError::Internal)),
             Mail::Unload => self.lose_game(),
         }
     }
 
-    /// Rebuilds a resting room's game before anything reaches the machine. False when its
+    /// Rebuilds a resting room's game before work that needs it reaches the machine (all
+    /// but what it [answers at rest](RoomMachine::answers_at_rest)). False when its
     /// log does not replay: the room cannot trust its memory and stops, its connections
     /// told to reconnect.
     fn wake_game(&mut self) -> bool {

@@ -152,6 +152,15 @@ impl LegalMoves {
         legal
     }
 
+    /// The same moves at the length they hold: grouping grows the lists by doubling, up to
+    /// twice what a room resting with them needs to keep.
+    pub fn compacted(mut self) -> LegalMoves {
+        self.place_tile.shrink_to_fit();
+        self.festival_return.shrink_to_fit();
+        self.place_figure.values_mut().for_each(Vec::shrink_to_fit);
+        self
+    }
+
     fn add(&mut self, mv: Move) {
         match mv {
             Move::PlaceTile { pos, rotation } => self.add_placement(pos, rotation),

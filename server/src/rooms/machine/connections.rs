@@ -101,13 +101,12 @@ impl RoomMachine {
         token_hash: Option<&str>,
         now: Millis,
     ) -> Option<Arc<Outgoing>> {
-        let game = self.game.as_ref()?;
         if token_hash.is_none() || token_hash.map(str::to_owned) != self.mover() {
             return None;
         }
         let message = RoomFrame::YourTurn {
             seq: self.seq(),
-            legal_moves: legal_moves(game),
+            legal_moves: self.legal_moves_now()?,
             turn_ms_left: self.turn_ms_left(now),
         };
         // Not an update (it changes nothing): sent as is, never filtered as already seen.
@@ -124,7 +123,7 @@ impl RoomMachine {
             seq: self.seq(),
             state: Box::new(self.view.clone()),
             connected: self.connected_seats(),
-            legal_moves: to_move.then(|| self.game.as_ref().map(legal_moves).unwrap_or_default()),
+            legal_moves: to_move.then(|| self.legal_moves_now().unwrap_or_default()),
             turn_ms_left: self.turn_ms_left(now),
         };
         let mut outgoing = Outgoing::plain(Some(self.seq()), message.to_json());

@@ -6,15 +6,24 @@
 //! deck's seed and the moves, which the room keeps anyway (the move log): replaying a
 //! whole game is about 15 µs, where keeping it costs 13 KB a room for all the minutes of
 //! the game. A resting room keeps what it reads while waiting: who is to move, for the
-//! turn's deadline. The shell wakes the game before it hands the room any work.
+//! turn's deadline, and the legal moves of the human to move, for a hello or a catch-up.
+//! So it answers hellos, catch-ups and goodbyes as it is
+//! ([`answers_at_rest`](RoomMachine::answers_at_rest)); the shell wakes the game before
+//! it hands the room any other work.
 
 use super::*;
+use crate::rooms::contract::Request;
+use crate::rooms::moves::LegalMoves;
 
 /// What a resting room keeps of its game.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Resting {
     /// The seat to move when the game was put to rest (none once it is over).
     pub to_move: Option<u8>,
+    /// The legal moves of the human to move, which a hello or a catch-up of theirs
+    /// carries: a few hundred bytes where the game is 13 KB, and a player coming back to
+    /// their turn is the commonest hello of all.
+    pub legal_moves: Option<LegalMoves>,
 }
 
 impl RoomMachine {
@@ -35,13 +44,33 @@ impl RoomMachine {
         if !self.may_rest() {
             return false;
         }
+        let legal_moves = self
+            .mover()
+            .and(self.game.as_ref())
+            .map(|game| legal_moves(game).compacted());
         let Some(game) = self.game.take() else {
             return false;
         };
         self.resting = Some(Resting {
             to_move: game.current_player(),
+            legal_moves,
         });
         true
+    }
+
+    /// Whether the room answers `request` as it is, resting or not: a hello, a catch-up
+    /// and a goodbye read only the public state, the kept updates and the mover's legal
+    /// moves. A hello that takes an abandoned seat back is the exception: taking it back
+    /// is a change, and a change needs the game.
+    pub fn answers_at_rest(&self, request: &Request) -> bool {
+        match request {
+            Request::Disconnect { .. } | Request::Resync { .. } => true,
+            Request::Connect { token_hash, .. } => !token_hash
+                .as_deref()
+                .and_then(|hash| self.seat_of(hash))
+                .is_some_and(|seat| seat.control == SeatControl::Abandoned),
+            _ => false,
+        }
     }
 
     /// Rebuilds the game of a resting room from its move log, and says whether it did
@@ -67,6 +96,16 @@ impl RoomMachine {
 
     pub fn is_resting(&self) -> bool {
         self.resting.is_some()
+    }
+
+    /// The legal moves of the player to move, awake or resting (none before the game, and
+    /// none kept at rest once it is over).
+    pub(super) fn legal_moves_now(&self) -> Option<LegalMoves> {
+        match (&self.game, &self.resting) {
+            (Some(game), _) => Some(legal_moves(game)),
+            (None, Some(resting)) => resting.legal_moves.clone(),
+            (None, None) => None,
+        }
     }
 
     /// The seat to move, awake or resting.

@@ -2,6 +2,7 @@
 //! timestamps the tests pass in.
 
 use super::*;
+use crate::rooms::contract::Request;
 use crate::rooms::outcome::RatedBotPools;
 use carcassonne_core::{Expansion, Rules};
 use carcassonne_store::TimeControl;
@@ -225,6 +226,80 @@ fn a_resting_room_wakes_to_the_same_game_and_sends_the_same_updates() {
     );
     assert!(resting.wake().unwrap());
     assert_eq!(resting.game, awake.game);
+}
+
+/// A resting room answers hellos and catch-ups as it is, without its game, and as an awake
+/// room would: a snapshot, the updates missed, or the mover's reminder of their turn, with
+/// their legal moves. Only a hello that takes an abandoned seat back needs the game.
+#[test]
+fn a_resting_room_answers_hellos_and_catch_ups_as_an_awake_one_would() {
+    let mut resting = two_player_game(TimeControl::None);
+    let mut awake = two_player_game(TimeControl::None);
+    // The two games differ only in their lobby's id.
+    let (id, other) = (resting.lobby.id.to_string(), awake.lobby.id.to_string());
+    let same_id = |texts: Vec<(String, String)>| {
+        let same = |text: String| text.replace(&other, &id);
+        texts
+            .into_iter()
+            .map(|(mover, others)| (same(mover), same(others)))
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..40 {
+        assert!(resting.rest());
+        let seq = awake.seq();
+        for hash in [CREATOR, GUEST] {
+            assert!(resting.answers_at_rest(&hello(hash)));
+            for last_seq in [None, Some(seq), Some(seq - 1)] {
+                let rested = resting.connect(Some(hash), None, last_seq, None, T0);
+                let kept = awake.connect(Some(hash), None, last_seq, None, T0);
+                assert_eq!(
+                    texts(&rested.unwrap().catch_up),
+                    same_id(texts(&kept.unwrap().catch_up)),
+                    "{hash} after {last_seq:?} at {seq}"
+                );
+                assert_eq!(
+                    texts(&resting.catch_up(Some(hash), last_seq, T0)),
+                    same_id(texts(&awake.catch_up(Some(hash), last_seq, T0)))
+                );
+                resting.disconnect(Some(hash));
+                awake.disconnect(Some(hash));
+            }
+        }
+        assert!(resting.is_resting() && resting.game.is_none());
+        let resign = Request::Resign {
+            token_hash: CREATOR.into(),
+        };
+        assert!(!resting.answers_at_rest(&resign), "a change needs the game");
+        assert!(resting.wake().unwrap());
+        play_first_legal(&mut resting, T0).unwrap();
+        play_first_legal(&mut awake, T0).unwrap();
+    }
+    resting.seats[1].control = SeatControl::Abandoned;
+    assert!(
+        !resting.answers_at_rest(&hello(GUEST)),
+        "taking a seat back"
+    );
+    assert!(resting.answers_at_rest(&hello(CREATOR)));
+}
+
+fn hello(token_hash: &str) -> Request {
+    Request::Connect {
+        token_hash: Some(token_hash.into()),
+        invite_code: None,
+        last_seq: None,
+        last_chat_seq: None,
+    }
+}
+
+/// Each message's texts, for the mover and for the others.
+fn texts(messages: &[Arc<Outgoing>]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .map(|outgoing| {
+            let text = |text: &Text| String::from_utf8_lossy(text.as_bytes()).into_owned();
+            (text(&outgoing.for_mover), text(&outgoing.for_others))
+        })
+        .collect()
 }
 
 /// A resting room still knows whose turn it is: its deadline stands, and once the turn
