@@ -2,6 +2,7 @@
 //! a short run must get moves acked, with no error of any kind, and report as JSON; so
 //! must a run at human pace, the memory benchmark and the restart benchmark.
 
+use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::server_binary;
 use serde_json::Value;
 use std::process::Command;
@@ -15,12 +16,15 @@ const LIFTED_LIMITS: &str = "--messages-per-second 1000000 --message-burst 10000
 /// Runs `carcassonne-loadgen SUBCOMMAND --spawn-server ... ARGS --json` against the real
 /// server on a fresh SQLite file, and returns its report; a failed run fails the test.
 fn loadgen_report(subcommand: &str, args: &[&str]) -> Value {
-    let directory = tempfile::tempdir().expect("a temporary directory");
-    let database = directory.path().join("load.db");
+    loadgen_report_on(&TestDatabase::sqlite(), subcommand, args)
+}
+
+/// As [`loadgen_report`], on `database`.
+fn loadgen_report_on(database: &TestDatabase, subcommand: &str, args: &[&str]) -> Value {
     let server = format!(
-        "{} serve --database sqlite://{} {LIFTED_LIMITS}",
+        "{} serve --database {} {LIFTED_LIMITS}",
         server_binary().display(),
-        database.display()
+        database.url()
     );
     let output = Command::new(env!("CARGO_BIN_EXE_carcassonne-loadgen"))
         .args([subcommand, "--spawn-server", &server])
@@ -110,6 +114,29 @@ fn the_memory_benchmark_weighs_rooms_and_connections_through_whole_games() {
         .as_f64()
         .expect("a figure");
     assert!(gone < 1024.0 * 1024.0, "room_at_end_players_gone: {report}");
+}
+
+/// A server that goes quiet gives back what its finished games and closed sockets freed:
+/// its runtime's threads return their emptied pages as they go idle (main.rs). On
+/// Postgres at 500 games, a finished game with its players gone left 75.7-77.3 KiB of RSS
+/// without that, and 53.9-55.1 KiB with it. (Not on SQLite: its page cache, which the
+/// figure counts, narrows the gap.)
+#[test]
+fn a_quiet_server_gives_back_what_finished_games_and_closed_sockets_freed() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    let args = ["--games", "500", "--moves-per-step", "40"];
+    let report = loadgen_report_on(&database, "memory", &args);
+    assert_eq!(report["failures"], 0, "{report}");
+    let gone = report["room_at_end_players_gone"]
+        .as_f64()
+        .expect("a figure");
+    assert!(
+        gone < 65.0 * 1024.0,
+        "{:.1} KiB a finished game with its players gone: {report}",
+        gone / 1024.0
+    );
 }
 
 /// At human pace each player thinks before each command, so a game moves at most once

@@ -27,6 +27,33 @@ use std::process::ExitCode;
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Gives back what a runtime thread freed, as it goes idle (at most ten times a second).
+/// mimalloc returns a thread's emptied pages only when that thread next allocates or
+/// collects, and at human pace a worker goes idle right after the work that freed them:
+/// a room resting, a game ending, connections closing. Without this the freed pages
+/// stayed resident until the next burst of work on that thread.
+#[cfg(not(feature = "system-allocator"))]
+fn return_freed_memory() {
+    use std::cell::Cell;
+    use std::time::Instant;
+    const AT_MOST_EVERY: Duration = Duration::from_millis(100);
+    thread_local! {
+        static LAST_COLLECTED: Cell<Option<Instant>> = const { Cell::new(None) };
+    }
+    let now = Instant::now();
+    let due = LAST_COLLECTED
+        .get()
+        .is_none_or(|last| now - last >= AT_MOST_EVERY);
+    if due {
+        LAST_COLLECTED.set(Some(now));
+        // SAFETY: `mi_collect` has no preconditions; it only walks this thread's heap.
+        unsafe { libmimalloc_sys::mi_collect(false) };
+    }
+}
+
+#[cfg(feature = "system-allocator")]
+fn return_freed_memory() {}
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -558,7 +585,11 @@ fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(return_freed_memory)
+        .build()
+        .expect("a tokio runtime");
     match runtime.block_on(serve_until_signal(args.listen, config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
