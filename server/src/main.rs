@@ -27,6 +27,10 @@ use std::process::ExitCode;
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Gives back what a runtime thread freed, as it goes idle (at most ten times a second).
 /// mimalloc returns a thread's emptied pages only when that thread next allocates or
@@ -54,10 +58,6 @@ fn return_freed_memory() {
 
 #[cfg(feature = "system-allocator")]
 fn return_freed_memory() {}
-use std::str::FromStr;
-use std::sync::Arc;
-use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
 #[command(
