@@ -44,9 +44,12 @@ impl RoomMachine {
         if !self.may_rest() {
             return false;
         }
+        // `may_rest` has checked the rest of what makes a mover: a game in play whose
+        // turn has not run out.
         let legal_moves = self
-            .mover()
-            .and(self.game.as_ref())
+            .game
+            .as_ref()
+            .filter(|_| self.human_to_move())
             .map(|game| legal_moves(game).compacted());
         let Some(game) = self.game.take() else {
             return false;
