@@ -378,8 +378,10 @@ impl RoamingClient {
     fn tolerable(&self, message: &Value) -> bool {
         let code = message["error"]["code"].as_str().unwrap_or_default();
         match code {
-            // The command raced an update; the update is on its way.
-            "stale_seq" | "not_your_turn" => true,
+            // The command raced an update; the update is on its way. After a lost
+            // publish the update it raced may be the game's last, and then the game
+            // is over before the seq is stale.
+            "stale_seq" | "not_your_turn" | "game_over" => true,
             "shutting_down" | "storage_unavailable" => false,
             _ => panic!("{}: unexpected refusal {message}", self.game),
         }
