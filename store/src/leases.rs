@@ -28,6 +28,12 @@ use uuid::Uuid;
 use crate::StoreError;
 use crate::queries::SqlStore;
 
+/// Forgets a node's finished games. Run as the node starts, before it serves: the
+/// partial index `lobbies_finished_owned` (migration 15) holds only the finished games
+/// still owned, so this costs the same however many games the database has kept.
+const RELEASE_FINISHED_GAMES: &str =
+    "UPDATE lobbies SET owner_node = NULL WHERE owner_node = $1 AND status = 'finished'";
+
 /// Who holds a live game's lease, as [`Store::lease_holder`](crate::Store::lease_holder)
 /// reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -209,13 +215,26 @@ impl SqlStore<sqlx::Postgres> {
     /// for any of them. Live games keep their owner (the node restores them).
     pub(crate) async fn release_finished_games(&self, node: &str) -> Result<u64, StoreError> {
         check_node(node)?;
-        let released = sqlx::query(
-            "UPDATE lobbies SET owner_node = NULL WHERE owner_node = $1 AND status = 'finished'",
-        )
-        .bind(node)
-        .execute(self.pool())
-        .await?;
+        let released = sqlx::query(RELEASE_FINISHED_GAMES)
+            .bind(node)
+            .execute(self.pool())
+            .await?;
         Ok(released.rows_affected())
+    }
+
+    /// The database's plan for [`RELEASE_FINISHED_GAMES`], as text.
+    pub(crate) async fn explain_release_finished_games(
+        &self,
+        node: &str,
+    ) -> Result<String, StoreError> {
+        check_node(node)?;
+        let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN {RELEASE_FINISHED_GAMES}"
+        )))
+        .bind(node)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(lines.join("\n"))
     }
 
     /// Live games with no owner, or whose owner's lease lapsed (or who left no row),

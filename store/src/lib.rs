@@ -967,6 +967,14 @@ impl Store {
         on_postgres!(self, "release_finished_games", db => db.release_finished_games(node))
     }
 
+    /// The database's plan for what [`Store::release_finished_games`] runs, as text: for
+    /// checking that a node's start does not read every lobby ever played.
+    pub async fn explain_release_finished_games(&self, node: &str) -> Result<String, StoreError> {
+        on_postgres!(self, "explain_release_finished_games", db => {
+            db.explain_release_finished_games(node)
+        })
+    }
+
     /// Live games with no owner or a lapsed lease, oldest first, at most `limit`.
     ///
     /// Oldest means created first, as [`Store::live_games`] orders them. These are the

@@ -118,6 +118,12 @@ const MIGRATIONS: &[EmbeddedMigration] = &[
         postgres: include_str!("../../migrations/postgres/0014_chat.sql"),
         sqlite: include_str!("../../migrations/sqlite/0014_chat.sql"),
     },
+    EmbeddedMigration {
+        version: 15,
+        description: "finished games owned",
+        postgres: include_str!("../../migrations/postgres/0015_finished_games_owned.sql"),
+        sqlite: include_str!("../../migrations/sqlite/0015_finished_games_owned.sql"),
+    },
 ];
 
 /// The migrator for one backend. Running it applies what is missing and does nothing on

@@ -215,6 +215,42 @@ async fn a_finished_game_is_hosted_by_its_last_owner_while_that_node_lives() {
     .await;
 }
 
+/// A node starts by forgetting its finished games, before it serves anything: that must
+/// not read every lobby the database ever kept. Here 20,000 finished games (a few days of a
+/// busy server) of which two are still owned, one by the starting node.
+#[tokio::test]
+async fn a_node_forgets_its_finished_games_without_reading_every_lobby() {
+    on_postgres("leases::release_finished_indexed", |context| async move {
+        context
+            .execute(
+                "INSERT INTO lobbies (id, name, is_public, seat_count, rules, status, seq, \
+                 created_at, owner_node) \
+                 SELECT gen_random_uuid(), 'old', TRUE, 2, '{}', 'finished', 150, n, \
+                 CASE n WHEN 7 THEN 'a' WHEN 8 THEN 'b' END \
+                 FROM generate_series(1, 20000) AS n; \
+                 ANALYZE lobbies",
+            )
+            .await;
+        let plan = context
+            .store
+            .explain_release_finished_games("a")
+            .await
+            .unwrap();
+        assert!(
+            plan.contains("lobbies_finished_owned") && !plan.contains("Seq Scan"),
+            "the finished games still owned are read through their index:\n{plan}"
+        );
+        assert_eq!(context.store.release_finished_games("a").await.unwrap(), 1);
+        let still_owned = "SELECT count(*) FROM lobbies WHERE owner_node IS NOT NULL";
+        assert_eq!(
+            context.count(still_owned).await,
+            1,
+            "node b's is left alone"
+        );
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn stored_at_names_the_owner_and_whether_its_lease_is_live() {
     on_postgres("leases::stored_at", |context| async move {
