@@ -52,13 +52,18 @@ mod timers;
 #[cfg(test)]
 mod tests;
 
-/// Beyond this many missed updates a client gets a snapshot instead of the patches: at
-/// human pace, about half a minute away, as long as a network blip or a phone's screen
-/// lock lasts. Each update kept costs its room about 350 bytes, most of it the text.
+/// Beyond this many missed updates a client gets a snapshot instead of the patches.
+/// Each update kept costs its room its text and 48 bytes.
 const MAX_CATCH_UP: u64 = 16;
 /// Updates kept for clients that reconnect: as many as a catch-up may send, and no more
 /// (a whole game's would stay in memory).
 const RECENT_UPDATES: usize = MAX_CATCH_UP as usize;
+/// The texts of the kept updates but the newest, at most: a game's updates are about 240
+/// bytes each, so six of them, half a minute of a game at human pace (a move every 5 s),
+/// as long as a network blip or a phone's screen lock lasts. That is about what the
+/// snapshot a client further behind gets costs (0.8 KB at a game's start, 1.8 KB at its
+/// end): a longer catch-up saves the client nothing.
+const CATCH_UP_TEXT_BYTES: usize = 1536;
 
 /// One change to a lobby or game: decided here, written by the shell, then applied.
 #[derive(Debug)]
@@ -280,7 +285,7 @@ impl RoomMachine {
             points: Vec::new(),
             clocks: None,
             outcome: None,
-            recent: KeptUpdates::new(RECENT_UPDATES),
+            recent: KeptUpdates::new(RECENT_UPDATES, CATCH_UP_TEXT_BYTES),
             connections: HashMap::new(),
             reclaims: Vec::new(),
             settings,

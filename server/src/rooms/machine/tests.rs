@@ -834,6 +834,9 @@ fn only_the_creator_sets_the_chat_policy_and_the_lobby_shows_it() {
     ));
 }
 
+/// A room keeps what a catch-up may send, and no more: the newest update whole, and
+/// older ones while their texts together stay within `CATCH_UP_TEXT_BYTES`, about what
+/// the snapshot a client further behind gets instead costs.
 #[test]
 fn a_room_keeps_only_the_updates_a_catch_up_may_send() {
     let mut machine = two_player_game(TimeControl::None);
@@ -844,13 +847,20 @@ fn a_room_keeps_only_the_updates_a_catch_up_may_send() {
     }
     let seq = machine.seq();
     assert!(seq > 100, "played {seq}");
-    assert_eq!(machine.recent.len(), MAX_CATCH_UP as usize);
+    let kept = machine.recent.len() as u64;
+    let older_text: usize = (machine.recent.after(0).iter().rev().skip(1))
+        .map(|update| update.for_others.len())
+        .sum();
+    assert!(
+        older_text <= CATCH_UP_TEXT_BYTES && kept >= 4,
+        "{kept} updates kept, the older ones' texts {older_text} bytes"
+    );
     // The furthest catch-up is still the updates themselves; one further, a snapshot.
-    let furthest = machine.catch_up(Some(GUEST), Some(seq - MAX_CATCH_UP), now);
+    let furthest = machine.catch_up(Some(GUEST), Some(seq - kept), now);
     let seqs: Vec<Option<u64>> = furthest.iter().map(|update| update.seq).collect();
-    let expected: Vec<Option<u64>> = (seq - MAX_CATCH_UP + 1..=seq).map(Some).collect();
+    let expected: Vec<Option<u64>> = (seq - kept + 1..=seq).map(Some).collect();
     assert_eq!(seqs, expected);
-    let too_far = machine.catch_up(Some(GUEST), Some(seq - MAX_CATCH_UP - 1), now);
+    let too_far = machine.catch_up(Some(GUEST), Some(seq - kept - 1), now);
     assert!(
         matches!(&too_far[..], [only] if only.snapshot),
         "a snapshot"
@@ -973,7 +983,7 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     eprintln!("the last move's change, under way: {last_write} bytes");
     eprintln!("at most while resting between moves: {most_resting} bytes");
     assert!(
-        most_resting <= 14 * 1024,
+        most_resting <= 12 * 1024,
         "a resting room held {most_resting} bytes"
     );
     assert_eq!(
@@ -986,7 +996,7 @@ fn a_room_keeps_little_beyond_its_game_from_start_to_end() {
     drop(machine.game.take());
     weigh("the game at its end", held - heap::held());
     let held = heap::held();
-    machine.recent = KeptUpdates::new(RECENT_UPDATES);
+    machine.recent = KeptUpdates::new(RECENT_UPDATES, CATCH_UP_TEXT_BYTES);
     weigh("the updates kept for a catch-up", held - heap::held());
     let held = heap::held();
     machine.log = MoveLog::default();
