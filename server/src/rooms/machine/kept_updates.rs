@@ -48,8 +48,6 @@ pub struct KeptUpdates {
     newest: Option<Arc<Outgoing>>,
     capacity: usize,
     older_text_bytes: usize,
-    /// The length of the older ones' texts together.
-    older_held: usize,
 }
 
 impl KeptUpdates {
@@ -59,27 +57,22 @@ impl KeptUpdates {
             newest: None,
             capacity,
             older_text_bytes,
-            older_held: 0,
         }
     }
 
     /// Keeps `update`, the room's newest (it has a `seq`), and lets the oldest go.
     pub fn push(&mut self, update: Arc<Outgoing>) {
-        if let Some(older) = self
-            .newest
-            .replace(update)
-            .as_deref()
-            .and_then(OlderUpdate::of)
-        {
-            self.older_held += older.text.len();
-            self.older.push_back(older);
+        if let Some(previous) = self.newest.replace(update) {
+            self.older.extend(OlderUpdate::of(&previous));
         }
-        while self.len() > self.capacity || self.older_held > self.older_text_bytes {
-            let Some(oldest) = self.older.pop_front() else {
-                break;
-            };
-            self.older_held -= oldest.text.len();
+        while self.len() > self.capacity || self.older_text_len() > self.older_text_bytes {
+            self.older.pop_front();
         }
+    }
+
+    /// The length of the older updates' texts together (at most `capacity` of them).
+    fn older_text_len(&self) -> usize {
+        self.older.iter().map(|older| older.text.len()).sum()
     }
 
     pub fn len(&self) -> usize {
