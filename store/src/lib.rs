@@ -30,7 +30,8 @@
 //!   by anyone as before.
 //! * A player identity holds at most one seat of a lobby and of a match.
 //! * Every call that writes more than one row does so in one transaction.
-//! * Every call ends within [`StoreOptions::operation_timeout`], with
+//! * Every call ends within [`StoreOptions::operation_timeout`] (the acquire timeout and
+//!   a second), with
 //!   [`StoreError::Unavailable`] if the database has not answered by then. A write that
 //!   fails so, or by a lost connection, may still have been committed: the caller learns
 //!   the truth from [`Store::stored_at`]. A write that never reached the database (no
@@ -346,9 +347,9 @@ impl Store {
             sqlite @ BackendStore::Sqlite(_) => Ok(sqlite),
         };
         let store = Store {
-            moves: MoveWriter::start(open_writer, options.operation_timeout)?,
+            moves: MoveWriter::start(open_writer, options.operation_timeout())?,
             backend,
-            operation_timeout: options.operation_timeout,
+            operation_timeout: options.operation_timeout(),
             ratings_announcement: options.ratings_announcement,
         };
         on_backend!(store, "hash_clear_invite_codes", db => db.hash_clear_invite_codes())?;
@@ -396,6 +397,11 @@ impl Store {
             }
         };
         self.bounded(operation, call).await
+    }
+
+    /// The longest any call of this store takes: [`StoreOptions::operation_timeout`].
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
     }
 
     /// Whether a finished rated game's rating changes are announced in its last
@@ -824,6 +830,14 @@ impl Store {
     /// before any of it is read.
     pub async fn live_game_ids(&self) -> Result<Vec<Uuid>, StoreError> {
         on_backend!(self, "live_game_ids", db => db.live_game_ids())
+    }
+
+    /// The stored `seq` of every open or playing lobby that `node` owns, or of every one
+    /// no node owns when `node` is `None` (a single node's): what a node compares its
+    /// rooms' memories with, to find one left behind by a write it could not settle.
+    pub async fn live_seqs(&self, node: Option<&str>) -> Result<Vec<(Uuid, u64)>, StoreError> {
+        let node = node.unwrap_or_default().to_owned();
+        on_backend!(self, "live_seqs", db => db.live_seqs(&node))
     }
 
     /// Every open or playing lobby with its seats, move log, the newest

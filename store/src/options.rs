@@ -13,8 +13,9 @@ pub struct StoreOptions {
     /// The most connections the pool opens.
     pub max_connections: u32,
     /// How long a call waits for a connection before failing with
-    /// [`StoreError::Unavailable`]. Kept short so that a lost database gives fast errors
-    /// instead of requests piling up.
+    /// [`StoreError::Unreachable`]. Kept short so that a lost database gives fast errors
+    /// instead of requests piling up. It is the one bound the other timeouts derive
+    /// from: see [`StoreOptions::operation_timeout`].
     pub acquire_timeout: Duration,
     /// SQLite only: how long a statement waits for another connection's write lock.
     pub busy_timeout: Duration,
@@ -22,13 +23,9 @@ pub struct StoreOptions {
     /// sit idle inside a transaction, on the server (`statement_timeout` and
     /// `idle_in_transaction_session_timeout`). A statement stopped by it fails with
     /// [`StoreError::Unavailable`], and the server releases its locks even when this
-    /// client has gone silent.
-    pub statement_timeout: Duration,
-    /// The longest any call on a [`Store`](crate::Store) may take, measured here, on the
-    /// client: beyond it the call fails with [`StoreError::Unavailable`]. This is what
-    /// bounds a call when the database stops answering altogether (a frozen host, a
-    /// network that drops packets), which no server-side timeout can.
-    pub operation_timeout: Duration,
+    /// client has gone silent. `None`, the default: the operation timeout, so that the
+    /// server gives up on a statement when its caller does.
+    pub statement_timeout: Option<Duration>,
     /// The name of this server node when several nodes share one Postgres database
     /// (cluster mode); `None` for a server that runs alone, the default.
     ///
@@ -54,8 +51,10 @@ impl StoreOptions {
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
     pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
     pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-    pub(crate) const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
-    pub(crate) const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(8);
+    /// What a call may take beyond the wait for its connection: the round trips of a
+    /// game's last write (a dozen statements) on a database 150 ms away, with room to
+    /// spare.
+    pub const OPERATION_MARGIN: Duration = Duration::from_secs(1);
 
     /// The default settings for `url`.
     pub fn new(url: impl Into<String>) -> StoreOptions {
@@ -64,11 +63,26 @@ impl StoreOptions {
             max_connections: StoreOptions::DEFAULT_MAX_CONNECTIONS,
             acquire_timeout: StoreOptions::DEFAULT_ACQUIRE_TIMEOUT,
             busy_timeout: StoreOptions::DEFAULT_BUSY_TIMEOUT,
-            statement_timeout: StoreOptions::DEFAULT_STATEMENT_TIMEOUT,
-            operation_timeout: StoreOptions::DEFAULT_OPERATION_TIMEOUT,
+            statement_timeout: None,
             node: None,
             ratings_announcement: None,
         }
+    }
+
+    /// The longest any call on a [`Store`](crate::Store) may take, measured here, on the
+    /// client: the acquire timeout and [`StoreOptions::OPERATION_MARGIN`]. Beyond it the
+    /// call fails with [`StoreError::Unavailable`]. This is what bounds a call when the
+    /// database stops answering altogether (a frozen host, a network that drops
+    /// packets), which no server-side timeout can; and it is the bound the server
+    /// promises its clients an answer within, whatever the database does.
+    pub fn operation_timeout(&self) -> Duration {
+        self.acquire_timeout + StoreOptions::OPERATION_MARGIN
+    }
+
+    /// [`StoreOptions::statement_timeout`], or the operation timeout when unset.
+    pub(crate) fn server_statement_timeout(&self) -> Duration {
+        self.statement_timeout
+            .unwrap_or_else(|| self.operation_timeout())
     }
 
     /// How long a connection handed back to the pool may take to prove it is still in

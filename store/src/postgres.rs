@@ -253,7 +253,7 @@ fn session_options(
     options: &StoreOptions,
     base: PgConnectOptions,
 ) -> Result<(PgPoolOptions, PgConnectOptions), StoreError> {
-    let timeout = format!("{}ms", options.statement_timeout.as_millis());
+    let timeout = format!("{}ms", options.server_statement_timeout().as_millis());
     let with_timeouts = base.options([
         ("statement_timeout", timeout.as_str()),
         ("idle_in_transaction_session_timeout", timeout.as_str()),

@@ -303,6 +303,22 @@ where
         Ok(sqlx::query_scalar(sql).fetch_all(&self.pool).await?)
     }
 
+    /// The stored `seq` of every open or playing lobby `node` owns (`""`: the games no
+    /// node owns, as on a single node).
+    pub(crate) async fn live_seqs(&self, node: &str) -> Result<Vec<(Uuid, u64)>, StoreError> {
+        let sql = "SELECT id, seq FROM lobbies WHERE status IN ('open', 'playing') \
+                   AND COALESCE(owner_node, '') = $1";
+        let rows = sqlx::query(sql).bind(node).fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("id")?,
+                    fit(row.try_get::<i64, _>("seq")?, "seq")?,
+                ))
+            })
+            .collect()
+    }
+
     pub(crate) async fn live_games(&self) -> Result<Vec<LiveGame>, StoreError> {
         let queries = live_queries!("status IN ('open', 'playing')", "$1");
         self.read_live(&queries, None).await

@@ -12,7 +12,9 @@ use crate::common::{
 };
 use crate::pg_proxy::PgProxy;
 
-/// The operation timeout of the stores these tests open: short, to keep them quick.
+/// The acquire timeout of the stores these tests open: short, to keep them quick.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Their operation timeout, which derives from it.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs a Postgres-only test body, or skips it loudly when Postgres is unreachable.
@@ -31,10 +33,10 @@ async fn store_through(proxy: &PgProxy, context: &Context, max_connections: u32)
     let url = url_with_host_port(&context.url, &format!("127.0.0.1:{}", proxy.port()));
     let options = StoreOptions {
         max_connections,
-        acquire_timeout: Duration::from_secs(2),
-        operation_timeout: OPERATION_TIMEOUT,
+        acquire_timeout: ACQUIRE_TIMEOUT,
         ..StoreOptions::new(url)
     };
+    assert_eq!(options.operation_timeout(), OPERATION_TIMEOUT);
     Store::connect_with(&options).await.unwrap()
 }
 
@@ -141,7 +143,7 @@ async fn a_statement_stuck_on_a_lock_hits_the_statement_timeout() {
     on_postgres("faults::statement_timeout", |context| async move {
         let game = playing_game(&context.store, &[seat(0, "Ada", None)]).await;
         let options = StoreOptions {
-            statement_timeout: Duration::from_millis(300),
+            statement_timeout: Some(Duration::from_millis(300)),
             ..StoreOptions::new(context.url.clone())
         };
         let store = Store::connect_with(&options).await.unwrap();
