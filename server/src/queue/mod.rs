@@ -18,7 +18,7 @@ use crate::rooms::actor::Room;
 use crate::rooms::error::RoomError;
 use crate::rooms::view::LobbyView;
 use crate::state::AppState;
-use carcassonne_store::MatchPlanner;
+use carcassonne_store::{MatchPlanner, StoreError};
 use plan::{MatchPolicy, form_lobby, plan_games};
 use std::time::Duration;
 use uuid::Uuid;
@@ -55,20 +55,31 @@ pub async fn run_matchmaker(state: AppState) {
     let settings = state.queue.clone();
     let mut ticks = tokio::time::interval(settings.round_interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
     loop {
         tokio::select! {
             _ = ticks.tick() => {}
             _ = state.shutdown.cancelled() => return,
         }
-        if let Err(error) = matchmaking_round(&state, &settings).await {
-            // The round wrote nothing: its tickets wait for the next one.
-            tracing::warn!(%error, "a matchmaking round failed");
+        // A round that fails wrote nothing: its tickets wait for the next one. A
+        // database away for minutes makes one warning, not two a second.
+        match matchmaking_round(&state, &settings).await {
+            Ok(()) if failing => {
+                tracing::info!("matchmaking rounds run again");
+                failing = false;
+            }
+            Ok(()) => {}
+            Err(error) if failing => tracing::debug!(%error, "a matchmaking round failed"),
+            Err(error) => {
+                tracing::warn!(%error, "a matchmaking round failed; retrying every round");
+                failing = true;
+            }
         }
     }
 }
 
 /// One round: the games formed are written, then opened and started here.
-async fn matchmaking_round(state: &AppState, settings: &QueueSettings) -> Result<(), AppError> {
+async fn matchmaking_round(state: &AppState, settings: &QueueSettings) -> Result<(), StoreError> {
     let now = now_millis();
     let policy = settings.policy.clone();
     let plan: MatchPlanner = Box::new(move |tickets| {
