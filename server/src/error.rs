@@ -172,6 +172,7 @@ fn room_code(refusal: &RoomError) -> &str {
         RoomError::GameOver => "game_over",
         RoomError::NotYourTurn(_) => "not_your_turn",
         RoomError::StaleSeq { .. } => "stale_seq",
+        RoomError::UnknownSeq { .. } => "unknown_seq",
         RoomError::IllegalMove(error) => error.code(),
         RoomError::TurnTimedOut => "turn_timed_out",
         RoomError::SeatAbandoned => "seat_abandoned",
@@ -213,6 +214,7 @@ fn room_status(refusal: &RoomError) -> StatusCode {
         | RoomError::GameOver
         | RoomError::NotYourTurn(_)
         | RoomError::StaleSeq { .. }
+        | RoomError::UnknownSeq { .. }
         | RoomError::TurnTimedOut
         | RoomError::SeatAbandoned
         | RoomError::Resigned

@@ -146,6 +146,9 @@ pub async fn run(
         ));
         tasks.spawn(cluster::lease::sweep_orphans(state.rooms.clone(), cluster));
     }
+    let node = state.cluster.as_ref().map(|cluster| cluster.node.clone());
+    let supervisor = rooms::supervisor::supervise(state.rooms.clone(), node);
+    state.tasks.spawn(supervisor);
     state.tasks.spawn(http::forget_idle_clients(state.clone()));
     state.tasks.spawn(queue::run_matchmaker(state.clone()));
     state

@@ -42,6 +42,14 @@ pub struct Metrics {
     pub cluster_events: IntCounterVec,
     /// Cluster mode: stand-ins for games other nodes own.
     pub stand_ins: IntGauge,
+    /// Rooms that found their memory behind the database and read their game again
+    /// from the log, by how: `superseded` (a write found another change at its `seq`)
+    /// or `supervisor` (the periodic check found the stored `seq` ahead). Both should
+    /// stay at zero; a rise is worth an alert.
+    pub room_reloads: IntCounterVec,
+    /// Writes answered before their outcome was known (the database stopped answering
+    /// or their reply was lost): each is settled by the room before its next write.
+    pub unknown_writes: IntCounter,
 }
 
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -139,13 +147,23 @@ impl Metrics {
                 "Cluster mode: stand-ins for games that other nodes own.",
             )
             .expect("valid metric"),
+            room_reloads: counter_vec(
+                "carcassonne_room_reloads_total",
+                "Rooms that found their memory behind the database and read their game again, by how: superseded, supervisor.",
+                &["reason"],
+            ),
+            unknown_writes: IntCounter::new(
+                "carcassonne_unknown_writes_total",
+                "Writes answered before their outcome was known, each settled before the room's next write.",
+            )
+            .expect("valid metric"),
         };
         metrics.register_all();
         metrics
     }
 
     fn register_all(&self) {
-        let collectors: [Box<dyn Collector>; 15] = [
+        let collectors: [Box<dyn Collector>; 17] = [
             Box::new(self.live_rooms.clone()),
             Box::new(self.resting_games.clone()),
             Box::new(self.connections.clone()),
@@ -161,6 +179,8 @@ impl Metrics {
             Box::new(self.pool.clone()),
             Box::new(self.cluster_events.clone()),
             Box::new(self.stand_ins.clone()),
+            Box::new(self.room_reloads.clone()),
+            Box::new(self.unknown_writes.clone()),
         ];
         for collector in collectors {
             self.registry

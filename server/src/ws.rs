@@ -419,7 +419,10 @@ impl Connection {
     /// The main loop, once the client is known.
     async fn play(&mut self, mut connected: Connected) {
         for outgoing in std::mem::take(&mut connected.catch_up) {
-            self.forward(&outgoing).await;
+            if let Flow::Close(code, reason) = self.forward(&outgoing).await {
+                self.close(code, reason).await;
+                return;
+            }
         }
         let mut pings = tokio::time::interval(self.limits.ping_interval);
         pings.reset();
@@ -528,8 +531,15 @@ impl Connection {
                 last_chat_seq,
             }) => {
                 self.last_chat_seq = last_chat_seq;
-                if let Err(error) = self.resync(last_seq).await {
-                    self.send_error(&error).await;
+                match self.resync(last_seq).await {
+                    Ok(Flow::Close(code, reason)) => return Flow::Close(code, reason),
+                    Ok(Flow::Continue) => {}
+                    Err(error) => {
+                        self.send_error(&error).await;
+                        if error == AppError::Room(RoomError::ShuttingDown) {
+                            return Flow::Close(close::RESTART, "reconnect shortly");
+                        }
+                    }
                 }
             }
             Ok(ClientMessage::Say { text }) => self.on_say(text).await,
@@ -663,34 +673,38 @@ impl Connection {
             // The game is further than this client: an update was lost between nodes.
             Ok(outgoing) if outgoing.seq_check => {
                 if outgoing.seq > self.last_seq {
-                    let _ = self.resync(self.last_seq).await;
+                    return self.catch_up_from_last_seq().await;
                 }
                 Flow::Continue
             }
             // An update that skips some (the owner's relay fell behind, in cluster mode):
             // the missing ones are fetched rather than leaving a hole in the client's log.
-            Ok(outgoing) if self.skips(&outgoing) => {
-                let _ = self.resync(self.last_seq).await;
-                Flow::Continue
-            }
-            Ok(outgoing) => {
-                self.forward(&outgoing).await;
-                Flow::Continue
-            }
-            Err(RecvError::Lagged(_)) => {
-                // Too far behind the broadcast: catch up from what this client last got.
-                // If the room is gone the broadcast closes next and ends the connection.
-                let _ = self.resync(self.last_seq).await;
-                Flow::Continue
-            }
+            Ok(outgoing) if self.skips(&outgoing) => self.catch_up_from_last_seq().await,
+            Ok(outgoing) => self.forward(&outgoing).await,
+            // Too far behind the broadcast: catch up from what this client last got. If
+            // the room is gone the broadcast closes next and ends the connection.
+            Err(RecvError::Lagged(_)) => self.catch_up_from_last_seq().await,
             // The room ended (its last update was sent above) and left memory: the game
             // can no longer change, and its record is served over REST.
             Err(RecvError::Closed) => Flow::Close(close::NORMAL, "the game has ended"),
         }
     }
 
+    /// Catches the client up from what it was last sent. A room that cannot answer from
+    /// memory (it is behind what this client has: a former owner, in cluster mode) sends
+    /// the client elsewhere; any other failure leaves it for the next update to mend.
+    async fn catch_up_from_last_seq(&mut self) -> Flow {
+        match self.resync(self.last_seq).await {
+            Ok(flow) => flow,
+            Err(AppError::Room(RoomError::ShuttingDown)) => {
+                Flow::Close(close::RESTART, "reconnect shortly")
+            }
+            Err(_) => Flow::Continue,
+        }
+    }
+
     /// Sends what a client that last saw `last_seq` is missing: updates or a snapshot.
-    async fn resync(&mut self, last_seq: Option<u64>) -> Result<(), AppError> {
+    async fn resync(&mut self, last_seq: Option<u64>) -> Result<Flow, AppError> {
         let token_hash = self.token_hash.clone();
         let catch_up: Vec<Arc<Outgoing>> = self
             .room
@@ -702,9 +716,11 @@ impl Connection {
             .await?;
         self.last_seq = last_seq;
         for outgoing in catch_up {
-            self.forward(&outgoing).await;
+            if let Flow::Close(code, reason) = self.forward(&outgoing).await {
+                return Ok(Flow::Close(code, reason));
+            }
         }
-        Ok(())
+        Ok(Flow::Continue)
     }
 
     /// Whether `outgoing` is an update beyond the next one this client needs.
@@ -716,31 +732,40 @@ impl Connection {
     }
 
     /// Sends an update or snapshot unless the client already has it, or a chat entry
-    /// unless it has it, may not read it or muted its author.
-    async fn forward(&mut self, outgoing: &Outgoing) {
+    /// unless it has it, may not read it or muted its author. A snapshot older than what
+    /// the client has is never sent: it comes from a room behind the database (a former
+    /// owner, in cluster mode), and the client is sent to reconnect instead.
+    async fn forward(&mut self, outgoing: &Outgoing) -> Flow {
         if !outgoing.audience.reaches(self.seat) {
-            return;
+            return Flow::Continue;
         }
         if let Some(muted) = &outgoing.mutes {
             self.muted = muted.clone();
         }
         if let Some(mark) = &outgoing.chat {
             if self.last_chat_seq.is_some_and(|last| mark.chat_seq <= last) {
-                return;
+                return Flow::Continue;
             }
             self.last_chat_seq = Some(mark.chat_seq);
             if mark
                 .author
                 .is_some_and(|author| self.muted.contains(&author))
             {
-                return;
+                return Flow::Continue;
             }
         }
-        if let (Some(seq), Some(last)) = (outgoing.seq, self.last_seq)
-            && seq <= last
-            && !outgoing.snapshot
-        {
-            return;
+        if let (Some(seq), Some(last)) = (outgoing.seq, self.last_seq) {
+            if outgoing.snapshot && seq < last {
+                tracing::warn!(
+                    seq,
+                    last,
+                    "a snapshot older than what the client has; sending it elsewhere"
+                );
+                return Flow::Close(close::RESTART, "reconnect shortly");
+            }
+            if seq <= last && !outgoing.snapshot {
+                return Flow::Continue;
+            }
         }
         self.send_room_text(outgoing.text_for(self.token_hash.as_deref()))
             .await;
@@ -754,6 +779,7 @@ impl Connection {
         if let Some(seat) = new_seat.filter(|&seat| Some(seat) != self.seat) {
             self.reseat(seat).await;
         }
+        Flow::Continue
     }
 
     /// Tells the client its new seat: only when it changed, so one start gives one

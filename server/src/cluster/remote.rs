@@ -166,6 +166,8 @@ impl RemoteRoom {
             tokio::select! {
                 request = requests.recv() => match request {
                     Some(Mail::Unload) => break Stop::Reconnect,
+                    // The owner's supervisor checks the owner's room.
+                    Some(Mail::CheckStoredSeq(_)) => {}
                     Some(Mail::Request(request, reply)) => self.forward(*request, reply),
                     None => break Stop::Idle,
                 },

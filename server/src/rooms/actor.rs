@@ -40,11 +40,13 @@ use crate::rooms::registry::RoomOpener;
 use crate::rooms::rematch::{RematchLobby, RematchStep};
 use crate::rooms::tenure::{Confirmed, Tenure};
 use crate::rooms::view::{self, LobbyView};
-use crate::rooms::writes::{self, Landing};
+use crate::rooms::writes::{self, Attempt, Attempting, Landing};
 use crate::rooms::{Answer, JoinedSeat, Mail, Outgoing, Reply, Request, RoomSettings, Welcomed};
 use carcassonne_core::Move;
 use carcassonne_store::ratings::RatingChange;
-use carcassonne_store::{ChatEntryRow, ChatRead, LiveGame, LobbyRow, SeatRow, Store, StoreError};
+use carcassonne_store::{
+    ChatEntryRow, ChatRead, LiveGame, LobbyRow, LobbyStatus, SeatRow, Store, StoreError,
+};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -63,8 +65,12 @@ use tokio_util::sync::CancellationToken;
 /// game's end never reaching two of its clients).
 pub const BROADCAST_CAPACITY: usize = 128;
 /// After a failed write of a change nobody asked for (a bot's move, a timeout's
-/// consequence, an expiry), how long the room waits before trying again.
+/// consequence, an expiry), or a failed settling or reloading, how long the room waits
+/// before trying again; doubled after each failure in a row, up to [`LONGEST_PAUSE`].
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
+/// The longest pause between tries while the database stays away: once it is back, a
+/// game nobody touches goes on within this.
+const LONGEST_PAUSE: Duration = Duration::from_secs(4);
 /// How many changing requests may wait behind a write before the room stops taking
 /// requests (and senders wait on its queue instead).
 const MOST_WAITING: usize = 256;
@@ -78,7 +84,8 @@ type InFlight = Pin<Box<dyn Future<Output = Done> + Send>>;
 /// Work that may change the room, in the order it came.
 #[derive(Debug)]
 enum Work {
-    Request(Request, Reply),
+    /// A request, with the instant by which it must be answered.
+    Request(Request, Reply, Instant),
     /// The bot's move for the seat to move, if it found one (the job boxed: its view of
     /// the game is large, and requests wait in this queue far more often).
     BotAnswer(Box<BotJob>, Option<Move>),
@@ -111,6 +118,10 @@ enum Waiter {
     Command {
         reply: Reply,
         started: Instant,
+        /// The command itself, decided again if the room must first reload its game:
+        /// its one true answer is the reloaded game's.
+        retry: Box<Request>,
+        answer_by: Instant,
     },
 }
 
@@ -119,22 +130,38 @@ enum Waiter {
 enum Written {
     /// Written; with the rating changes the store announced with it, if it did.
     Yes(Option<Vec<RatingChange>>),
-    /// Certainly not written.
+    /// This attempt was certainly not written.
     No(RoomError),
-    /// Not known yet: settled before the next write.
+    /// Not known yet: it may still land, so it is settled before the next write.
     Unknown,
+    /// Another change holds its `seq`: the room's memory is behind the database, and
+    /// the room reads its game again from the log.
+    Stale,
     /// The game is another node's now.
     Lost,
 }
 
-impl From<Landing> for Written {
-    fn from(landing: Landing) -> Written {
-        match landing {
+impl From<Attempt> for Written {
+    fn from(attempt: Attempt) -> Written {
+        match attempt {
+            Attempt::Written(announced) => Written::Yes(announced),
+            Attempt::Refused(error) => Written::No(error),
             // What else it wrote is read again (see `Room::announce_ratings_after`).
-            Landing::Mine => Written::Yes(None),
-            // A late COMMIT may still show: settled before the next write.
-            Landing::NotStored | Landing::Unknown => Written::Unknown,
-            Landing::Lost => Written::Lost,
+            Attempt::ReplyLost(Landing::Mine) | Attempt::SeqTaken(Landing::Mine) => {
+                Written::Yes(None)
+            }
+            // A late COMMIT may still show.
+            Attempt::ReplyLost(Landing::NotStored | Landing::Unknown) | Attempt::TimedOut => {
+                Written::Unknown
+            }
+            Attempt::ReplyLost(Landing::Superseded) => Written::Stale,
+            // A conflict says the room's memory disagrees with the database, whatever
+            // the read-back could tell: the log decides.
+            Attempt::SeqTaken(Landing::NotStored | Landing::Superseded | Landing::Unknown) => {
+                Written::Stale
+            }
+            Attempt::ReplyLost(Landing::Lost) | Attempt::SeqTaken(Landing::Lost) => Written::Lost,
+            Attempt::Fenced => Written::Lost,
         }
     }
 }
@@ -146,8 +173,10 @@ enum Done {
         written: Written,
         waiter: Waiter,
     },
-    /// An unconfirmed change, read back.
-    Settle { change: Change, landing: Landing },
+    /// An unconfirmed change, written again (see [`writes`]).
+    Settle { change: Change, written: Written },
+    /// The game as the database holds it, read to replace the room's memory of it.
+    Reloaded(Result<Option<LiveGame>, StoreError>),
     /// The lease, renewed to tell whether the game is still this node's.
     Confirm(Confirmed),
     /// The rating changes of the rated game that ended, read back after its write's
@@ -195,10 +224,21 @@ pub struct Room {
     updates: broadcast::Sender<Arc<Outgoing>>,
     /// A change written with an unknown outcome, to settle before the next write.
     unconfirmed: Option<Change>,
+    /// Set when the room's memory is found behind the database: its game is read again
+    /// from the log before anything else is decided.
+    stale: bool,
+    /// The `seq` at which the room last read its game from the database.
+    read_from_database_at: Option<u64>,
+    /// How long the room takes at most to answer a request: the store's operation
+    /// timeout (the database's acquire timeout and a second).
+    answer_within: Duration,
     /// While the lobby is open: its place among the open lobbies its creator may hold.
     open_lobby_place: Option<Slot>,
     /// No unrequested change is tried before this, after one failed.
     retry_at: Option<Instant>,
+    /// Failures in a row of the room's own writes, settlings and reloads: the pause
+    /// before the next try grows with them, and only the first is logged as a warning.
+    failures: u32,
     in_flight: Option<InFlight>,
     /// Work waiting for the operation in flight, oldest first.
     waiting: VecDeque<Work>,
@@ -234,6 +274,7 @@ impl Room {
 
     fn around(machine: RoomMachine, services: RoomServices) -> Room {
         let machine_ended = machine.ended();
+        let answer_within = services.store.operation_timeout();
         Room {
             machine,
             store: services.store,
@@ -243,8 +284,12 @@ impl Room {
             tenure: Tenure::alone(),
             updates: broadcast::channel(BROADCAST_CAPACITY).0,
             unconfirmed: None,
+            stale: false,
+            read_from_database_at: None,
+            answer_within,
             open_lobby_place: None,
             retry_at: None,
+            failures: 0,
             in_flight: None,
             waiting: VecDeque::new(),
             stopping: None,
@@ -312,8 +357,10 @@ impl Room {
             }
             let wakeup = self.wakeup_in().filter(|_| idle);
             let rest_after = self.machine.settings().rest_after;
-            let may_rest = idle && thinking.is_none() && self.machine.may_rest();
+            let settled = self.unconfirmed.is_none() && !self.stale;
+            let may_rest = idle && settled && thinking.is_none() && self.machine.may_rest();
             let taking = self.stopping.is_none() && self.waiting.len() < MOST_WAITING;
+            let overdue_at = self.first_answer_due();
             tokio::select! {
                 done = async { self.in_flight.as_mut().expect("guarded").await },
                     if self.in_flight.is_some() => {
@@ -342,6 +389,10 @@ impl Room {
                         self.metrics.resting_games.inc();
                     }
                 }
+                // A request waiting behind a slow operation is told to try again when its
+                // time to be answered is up, whatever the operation is doing.
+                () = tokio::time::sleep_until(overdue_at.unwrap_or_else(Instant::now).into()),
+                    if overdue_at.is_some() => self.refuse_overdue(),
                 _ = tokio::time::sleep(wakeup.unwrap_or_default()), if wakeup.is_some() => {
                     if !self.wake_game() {
                         continue;
@@ -368,6 +419,7 @@ impl Room {
     /// Takes up waiting work, then what is due, until an operation is in flight or there
     /// is nothing left to do.
     fn take_up_waiting_work(&mut self) {
+        self.refuse_overdue();
         while self.in_flight.is_none() && self.stopping.is_none() {
             if let Some(work) = self.waiting.pop_front() {
                 self.take_up(work);
@@ -376,16 +428,25 @@ impl Room {
             if self.paused() {
                 return;
             }
+            // Memory is put right as soon as the room is free, not only when someone
+            // asks: a game nobody touches would otherwise stay behind the database.
+            if self.unconfirmed.is_some() && self.wake_game() {
+                let unconfirmed = self.unconfirmed.take().expect("checked");
+                self.start_settling(unconfirmed);
+                return;
+            }
+            if self.stale {
+                self.start_reloading();
+                return;
+            }
             let Some(change) = self.machine.due_change(now_millis()) else {
                 return;
             };
             if !self.wake_game() {
                 return;
             }
-            match self.unconfirmed.take() {
-                Some(unconfirmed) => self.start_settling(unconfirmed),
-                None => self.start_write(change, Waiter::Nobody),
-            }
+            let deadline = Instant::now() + self.answer_within;
+            self.start_write(change, Waiter::Nobody, deadline);
         }
     }
 
@@ -395,6 +456,9 @@ impl Room {
         if let Some(unconfirmed) = self.unconfirmed.take() {
             self.waiting.push_front(work);
             self.start_settling(unconfirmed);
+        } else if self.stale {
+            self.waiting.push_front(work);
+            self.start_reloading();
         } else if work.refuses_from_memory()
             && !self.machine.ended()
             && !self.tenure.trusted(self.id())
@@ -416,6 +480,28 @@ impl Room {
             }
             Mail::Request(_, reply) => reply.send(Err(RoomError::Internal)),
             Mail::Unload => self.lose_game(),
+            Mail::CheckStoredSeq(stored) => self.check_stored_seq(stored),
+        }
+    }
+
+    /// The supervisor read `stored` as the game's `seq` in the database. A room with
+    /// nothing in flight and nothing unsettled is at least there (it writes one change
+    /// at a time and applies each once committed), so a room behind it lost track of a
+    /// write: it reloads its game from the log. This never happens while writes are
+    /// settled as they must be; the metric says if it does.
+    fn check_stored_seq(&mut self, stored: u64) {
+        let settled = self.in_flight.is_none() && self.unconfirmed.is_none() && !self.stale;
+        if settled && stored > self.machine.seq() {
+            tracing::error!(
+                stored,
+                seq = self.machine.seq(),
+                "the room is behind the database; reloading its game from the log"
+            );
+            self.metrics
+                .room_reloads
+                .with_label_values(&["supervisor"])
+                .inc();
+            self.stale = true;
         }
     }
 
@@ -444,6 +530,16 @@ impl Room {
     fn take_in(&mut self, request: Request, reply: Reply) {
         match request {
             Request::Connect {
+                last_seq: Some(last_seq),
+                ..
+            }
+            | Request::Resync {
+                last_seq: Some(last_seq),
+                ..
+            } if self.machine.is_behind(Some(last_seq)) => {
+                reply.send(Err(self.behind_the_client(last_seq)))
+            }
+            Request::Connect {
                 token_hash,
                 invite_code,
                 last_seq,
@@ -465,8 +561,49 @@ impl Room {
                 updates.extend(self.machine.chat_catch_up(hash, last_chat_seq));
                 reply.send(Ok(Answer::CatchUp { updates }));
             }
-            change => self.waiting.push_back(Work::Request(change, reply)),
+            change => {
+                let answer_by = Instant::now() + self.answer_within;
+                self.waiting
+                    .push_back(Work::Request(change, reply, answer_by));
+            }
         }
+    }
+
+    /// A client has seen more of the game than this room holds: the room is behind the
+    /// database, or cannot rule it out, so it sends nothing older than what the client
+    /// has. The client is told to come back shortly (close 1012), and the room finds
+    /// out meanwhile: it settles its unconfirmed write, or (cluster mode) asks whether
+    /// the game is still this node's, or reads its game again from the log.
+    ///
+    /// A room that has just read its game from the database, or whose game has ended,
+    /// knows better: the client's `last_seq` names an update that does not exist.
+    fn behind_the_client(&mut self, last_seq: u64) -> RoomError {
+        let seq = self.machine.seq();
+        let known = self.unconfirmed.is_none() && !self.stale;
+        if known && (self.machine.ended() || self.read_from_database_at == Some(seq)) {
+            tracing::info!(
+                seq,
+                last_seq,
+                "a client named an update the game does not have"
+            );
+            return RoomError::UnknownSeq {
+                last_seq,
+                current: seq,
+            };
+        }
+        tracing::warn!(
+            seq,
+            last_seq,
+            "a client has seen more of the game than this room"
+        );
+        if known {
+            if self.tenure.trusted(self.id()) {
+                self.stale = true;
+            } else if self.in_flight.is_none() {
+                self.start_confirming();
+            }
+        }
+        RoomError::ShuttingDown
     }
 
     /// A client said hello: answered from what the room has committed (the caller
@@ -499,18 +636,21 @@ impl Room {
     /// Has the machine decide `work`: a refusal is answered at once, a change is written.
     fn decide(&mut self, work: Work) {
         match work {
-            Work::Request(request, reply) => self.decide_request(request, reply),
+            Work::Request(request, reply, answer_by) => {
+                self.decide_request(request, reply, answer_by)
+            }
             Work::BotAnswer(job, answer) => self.decide_bot_move(*job, answer),
         }
     }
 
-    fn decide_request(&mut self, request: Request, reply: Reply) {
+    fn decide_request(&mut self, request: Request, reply: Reply, answer_by: Instant) {
         use Request as R;
         let now = now_millis();
         if request.writes_chat()
             && let Some(after) = self.machine.chat_read_back_from()
         {
-            self.waiting.push_front(Work::Request(request, reply));
+            self.waiting
+                .push_front(Work::Request(request, reply, answer_by));
             self.start_chat_read_back(after);
             return;
         }
@@ -552,11 +692,11 @@ impl Room {
                 player_id,
                 invite_code,
             } => match machine.join(name, player_id, invite_code.as_deref(), now) {
-                Ok((change, token)) => self.write_seat_for(change, token, reply),
+                Ok((change, token)) => self.write_seat_for(change, token, reply, answer_by),
                 Err(error) => reply.send(Err(error)),
             },
             R::Reclaim { player_id } => match machine.reclaim(player_id) {
-                Ok((change, token)) => self.write_seat_for(change, token, reply),
+                Ok((change, token)) => self.write_seat_for(change, token, reply, answer_by),
                 Err(error) => reply.send(Err(error)),
             },
             R::AddBot {
@@ -565,7 +705,7 @@ impl Room {
                 name,
             } => match machine.add_bot(&token_hash, level, name, now) {
                 Ok(change) => match seat_of(&change) {
-                    Some(seat) => self.start_write(change, Waiter::Seat { reply, seat }),
+                    Some(seat) => self.start_write(change, Waiter::Seat { reply, seat }, answer_by),
                     None => reply.send(Err(RoomError::Internal)),
                 },
                 Err(error) => reply.send(Err(error)),
@@ -576,29 +716,33 @@ impl Room {
             } => {
                 let draw = StartDraw::random(machine.seats().len(), randomize_seats);
                 let decided = machine.start(&token_hash, draw, now);
-                self.write_or_refuse(decided, Waiter::Lobby(reply));
+                self.write_or_refuse(decided, Waiter::Lobby(reply), answer_by);
             }
             R::StartMatched { in_seat_order } => {
                 let draw = StartDraw::random(machine.seats().len(), !in_seat_order);
                 let decided = machine.start_matched(draw, now);
-                self.write_or_refuse(decided, Waiter::Lobby(reply));
+                self.write_or_refuse(decided, Waiter::Lobby(reply), answer_by);
             }
             R::Rematch { token_hash, accept } => self.answer_rematch(&token_hash, accept, reply),
             R::Leave { token_hash } => {
-                self.write_or_refuse(machine.leave(&token_hash), Waiter::Done(reply))
+                let decided = machine.leave(&token_hash);
+                self.write_or_refuse(decided, Waiter::Done(reply), answer_by)
             }
             R::Cancel { token_hash } => {
-                self.write_or_refuse(machine.cancel(&token_hash), Waiter::Done(reply))
+                let decided = machine.cancel(&token_hash);
+                self.write_or_refuse(decided, Waiter::Done(reply), answer_by)
             }
             R::RemoveBot { token_hash, seat } => {
                 let decided = machine.remove_bot(&token_hash, seat);
-                self.write_or_refuse(decided, Waiter::Done(reply));
+                self.write_or_refuse(decided, Waiter::Done(reply), answer_by);
             }
             R::Resign { token_hash } => {
-                self.write_or_refuse(machine.resign(&token_hash, now), Waiter::Done(reply))
+                let decided = machine.resign(&token_hash, now);
+                self.write_or_refuse(decided, Waiter::Done(reply), answer_by)
             }
             R::Abort { token_hash } => {
-                self.write_or_refuse(machine.abort(&token_hash), Waiter::Done(reply))
+                let decided = machine.abort(&token_hash);
+                self.write_or_refuse(decided, Waiter::Done(reply), answer_by)
             }
             R::Command {
                 token_hash,
@@ -607,10 +751,22 @@ impl Room {
                 mv,
             } => {
                 let started = Instant::now();
+                let retry = Box::new(R::Command {
+                    token_hash: token_hash.clone(),
+                    id: id.clone(),
+                    expected_seq,
+                    mv,
+                });
                 match machine.command(&token_hash, id, expected_seq, mv, now) {
                     Ok(Decision::Repeat(seq)) => reply.send(Ok(Answer::Seq { seq })),
                     Ok(Decision::Commit(change)) => {
-                        self.start_write(*change, Waiter::Command { reply, started })
+                        let waiter = Waiter::Command {
+                            reply,
+                            started,
+                            retry,
+                            answer_by,
+                        };
+                        self.start_write(*change, waiter, answer_by)
                     }
                     Err(error) => reply.send(Err(error)),
                 }
@@ -622,16 +778,24 @@ impl Room {
     }
 
     /// Writes a seat taken or given a new token, for the player who asked.
-    fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply) {
+    fn write_seat_for(&mut self, change: Change, token: Token, reply: Reply, answer_by: Instant) {
         match seat_of(&change) {
-            Some(seat) => self.start_write(change, Waiter::Joined { reply, token, seat }),
+            Some(seat) => {
+                let waiter = Waiter::Joined { reply, token, seat };
+                self.start_write(change, waiter, answer_by)
+            }
             None => reply.send(Err(RoomError::Internal)),
         }
     }
 
-    fn write_or_refuse(&mut self, decided: Result<Change, RoomError>, waiter: Waiter) {
+    fn write_or_refuse(
+        &mut self,
+        decided: Result<Change, RoomError>,
+        waiter: Waiter,
+        answer_by: Instant,
+    ) {
         match decided {
-            Ok(change) => self.start_write(change, waiter),
+            Ok(change) => self.start_write(change, waiter, answer_by),
             Err(error) => self.tell_failure(waiter, error),
         }
     }
@@ -654,7 +818,10 @@ impl Room {
             other => other,
         };
         match decided {
-            Ok(change) => self.start_write(change, Waiter::Nobody),
+            Ok(change) => {
+                let deadline = Instant::now() + self.answer_within;
+                self.start_write(change, Waiter::Nobody, deadline)
+            }
             Err(RoomError::StaleSeq { .. }) => {}
             Err(error) => self.pause_after_failure(&error),
         }
@@ -662,23 +829,15 @@ impl Room {
 
     /// Starts writing `change` as the next `seq`. When the write's outcome is unknown,
     /// what is stored decides (see [`writes`]); nothing is applied unless it is proved.
-    fn start_write(&mut self, change: Change, waiter: Waiter) {
+    /// Who waits hears by `deadline`: a write still unanswered then is settled later.
+    fn start_write(&mut self, change: Change, waiter: Waiter, deadline: Instant) {
         let seq = self.machine.seq() + 1;
         let (store, game, node) = (self.store.clone(), self.id(), self.tenure.node());
         self.in_flight = Some(Box::pin(async move {
-            let written = match writes::write(&store, game, &change, seq).await {
-                Ok(announced) => Written::Yes(announced),
-                Err(StoreError::Unavailable(cause)) => {
-                    tracing::warn!(%cause, seq, "a write's outcome is unknown; reading it back");
-                    let node = node.as_deref();
-                    Written::from(writes::await_landing(&store, game, &change, seq, node).await)
-                }
-                Err(StoreError::NotOwner(cause)) => {
-                    tracing::warn!(%cause, seq, "the database refused a write: another node owns the game");
-                    Written::Lost
-                }
-                Err(other) => Written::No(RoomError::from(other)),
-            };
+            let target = (game, seq, node.as_deref());
+            let attempt =
+                writes::attempt(&store, target, &change, deadline.into(), Attempting::First);
+            let written = Written::from(attempt.await);
             Done::Write {
                 change,
                 written,
@@ -792,13 +951,45 @@ impl Room {
         }));
     }
 
-    /// Starts reading back an unconfirmed change.
+    /// Starts settling an unconfirmed change by writing it again as the same `seq` (see
+    /// [`writes`]): the database then holds it, or another change, but not both; a
+    /// first attempt that lands later finds its `seq` taken. Bounded by the answer due
+    /// first among the requests that wait for it.
     fn start_settling(&mut self, change: Change) {
         let seq = self.machine.seq() + 1;
         let (store, game, node) = (self.store.clone(), self.id(), self.tenure.node());
+        let deadline = self
+            .first_answer_due()
+            .unwrap_or_else(|| Instant::now() + self.answer_within);
         self.in_flight = Some(Box::pin(async move {
-            let landing = writes::settle(&store, game, &change, seq, node.as_deref()).await;
-            Done::Settle { change, landing }
+            let target = (game, seq, node.as_deref());
+            let attempt =
+                writes::attempt(&store, target, &change, deadline.into(), Attempting::Again);
+            let written = match Written::from(attempt.await) {
+                // This attempt did not land, but the first may still.
+                Written::No(_) => Written::Unknown,
+                written => written,
+            };
+            Done::Settle { change, written }
+        }));
+    }
+
+    /// Starts reading the game again from the database, to replace the room's memory of
+    /// it.
+    fn start_reloading(&mut self) {
+        let (store, game) = (self.store.clone(), self.id());
+        let deadline = self
+            .first_answer_due()
+            .unwrap_or_else(|| Instant::now() + self.answer_within);
+        self.in_flight = Some(Box::pin(async move {
+            let read = Box::pin(store.live_game(game));
+            let read = match tokio::time::timeout_at(deadline.into(), read).await {
+                Ok(read) => read,
+                Err(_) => Err(StoreError::Unavailable(
+                    "the game's log took too long to read".into(),
+                )),
+            };
+            Done::Reloaded(read)
         }));
     }
 
@@ -819,7 +1010,8 @@ impl Room {
                 written,
                 waiter,
             } => self.finish_write(change, written, waiter),
-            Done::Settle { change, landing } => self.finish_settling(change, landing),
+            Done::Settle { change, written } => self.finish_settling(change, written),
+            Done::Reloaded(read) => self.finish_reloading(read),
             Done::Confirm(Confirmed::Owned) => {
                 // Proved just now: the work that asked is decided without asking again.
                 if let Some(work) = self.waiting.pop_front() {
@@ -880,8 +1072,17 @@ impl Room {
             }
             Written::No(error) => self.tell_failure(waiter, error),
             Written::Unknown => {
+                tracing::warn!(
+                    seq = self.machine.seq() + 1,
+                    "a write's outcome is unknown; it is settled before anything else"
+                );
+                self.metrics.unknown_writes.inc();
                 self.unconfirmed = Some(change);
                 self.tell_failure(waiter, RoomError::StorageUnavailable);
+            }
+            Written::Stale => {
+                self.find_memory_behind("superseded");
+                self.decide_again_after_reloading(waiter);
             }
             Written::Lost => {
                 self.lose_game();
@@ -890,12 +1091,44 @@ impl Room {
         }
     }
 
-    /// Applies an unconfirmed change if it landed, forgets it if not, and keeps it while
-    /// nobody can tell (refusing what waits, which would need it settled). A seat whose
-    /// joiner was told the join failed is freed again: nobody holds its token.
-    fn finish_settling(&mut self, change: Change, landing: Landing) {
-        match landing {
-            Landing::Mine => {
+    /// The room's memory is behind the database (`reason`: how it was found): its game
+    /// is read again from the log before anything else is decided.
+    fn find_memory_behind(&mut self, reason: &'static str) {
+        tracing::warn!(
+            reason,
+            seq = self.machine.seq(),
+            "the room is behind the database; reading its game again"
+        );
+        self.metrics.room_reloads.with_label_values(&[reason]).inc();
+        self.unconfirmed = None;
+        self.stale = true;
+    }
+
+    /// A command whose `seq` another change took is decided again on the game as the
+    /// database holds it, once the room has read it: it gets the answer it would have
+    /// had, had the room known (an `ack` if it is the command stored, else a refusal).
+    /// Anyone else is told that nothing of theirs was written, and tries again.
+    fn decide_again_after_reloading(&mut self, waiter: Waiter) {
+        match waiter {
+            Waiter::Command {
+                reply,
+                retry,
+                answer_by,
+                ..
+            } => self
+                .waiting
+                .push_front(Work::Request(*retry, reply, answer_by)),
+            other => self.tell_failure(other, RoomError::StorageUnavailable),
+        }
+    }
+
+    /// Applies an unconfirmed change once it is written (by its first attempt or by this
+    /// one), reloads the game if another change holds its `seq`, and keeps it while the
+    /// database cannot say (refusing what waits, which would need it settled). A seat
+    /// whose joiner was told the join failed is freed again: nobody holds its token.
+    fn finish_settling(&mut self, change: Change, written: Written) {
+        match written {
+            Written::Yes(announced) => {
                 let orphan_seat = match &change {
                     Change::SeatTaken(row) if row.bot.is_none() => Some(row.seat),
                     _ => None,
@@ -903,18 +1136,68 @@ impl Room {
                 let rates_match = change.rates_match();
                 self.apply(change);
                 if let Some(seat) = orphan_seat {
-                    self.start_write(Change::SeatFreed(seat), Waiter::Nobody);
+                    let deadline = Instant::now() + self.answer_within;
+                    self.start_write(Change::SeatFreed(seat), Waiter::Nobody, deadline);
                 }
                 if rates_match {
-                    self.announce_ratings_after(None);
+                    self.announce_ratings_after(announced);
                 }
             }
-            Landing::NotStored => {}
-            Landing::Lost => self.lose_game(),
-            Landing::Unknown => {
+            Written::Stale => self.find_memory_behind("superseded"),
+            Written::Lost => self.lose_game(),
+            Written::Unknown | Written::No(_) => {
                 self.unconfirmed = Some(change);
                 self.refuse_waiting(RoomError::StorageUnavailable);
                 self.pause_after_failure(&RoomError::StorageUnavailable);
+            }
+        }
+    }
+
+    /// Takes the game as the database holds it in place of the room's memory, and shows
+    /// every connection where it stands; keeps trying while the database cannot say, and
+    /// stops the room if the game is no longer live (it ended or was cancelled
+    /// elsewhere: the clients reconnect and find it so).
+    fn finish_reloading(&mut self, read: Result<Option<LiveGame>, StoreError>) {
+        let live = match read {
+            Ok(Some(live)) => live,
+            Ok(None) => {
+                tracing::warn!("the game is no longer live in the database; the room stops");
+                self.stale = false;
+                self.stopping = Some(Stop::ShuttingDown);
+                return;
+            }
+            Err(error) => {
+                let error = match self.failures {
+                    0 => RoomError::from(error),
+                    _ => RoomError::from_repeated(error),
+                };
+                self.refuse_waiting(error.clone());
+                self.pause_after_failure(&error);
+                return;
+            }
+        };
+        if self.machine.is_resting() {
+            self.metrics.resting_games.dec();
+        }
+        if live.lobby.status != LobbyStatus::Open {
+            self.open_lobby_place = None;
+        }
+        match self.machine.reload(live, now_millis()) {
+            Ok(snapshot) => {
+                self.stale = false;
+                self.read_from_database_at = Some(self.machine.seq());
+                self.ended.store(self.machine.ended(), Ordering::Relaxed);
+                self.retry_at = None;
+                self.failures = 0;
+                tracing::info!(
+                    seq = self.machine.seq(),
+                    "the room read its game again from the log"
+                );
+                let _ = self.updates.send(snapshot);
+            }
+            Err(error) => {
+                tracing::error!(%error, "the game's log does not replay; the room stops");
+                self.stopping = Some(Stop::ShuttingDown);
             }
         }
     }
@@ -973,7 +1256,7 @@ impl Room {
         let waiting = std::mem::take(&mut self.waiting);
         for work in waiting {
             match work {
-                Work::Request(request, reply) if request.writes_chat() => {
+                Work::Request(request, reply, _) if request.writes_chat() => {
                     reply.send(Err(error.clone()))
                 }
                 other => self.waiting.push_back(other),
@@ -1012,7 +1295,7 @@ impl Room {
     /// bot thinks again once the room can write).
     fn refuse_waiting(&mut self, error: RoomError) {
         for work in std::mem::take(&mut self.waiting) {
-            if let Work::Request(_, reply) = work {
+            if let Work::Request(_, reply, _) = work {
                 reply.send(Err(error.clone()));
             }
         }
@@ -1037,12 +1320,17 @@ impl Room {
     }
 
     /// How long to sleep before the machine's next deadline, paused after a failure.
+    /// A room whose memory is not yet put right (an unconfirmed write, a game to read
+    /// again) wakes when its pause is over, whatever its game's deadlines.
     fn wakeup_in(&self) -> Option<Duration> {
-        let at = self.machine.next_wakeup()?;
-        let delay = Duration::from_millis((at - now_millis()).max(0) as u64);
         let pause = self.retry_at.map_or(Duration::ZERO, |retry| {
             retry.saturating_duration_since(Instant::now())
         });
+        if self.unconfirmed.is_some() || self.stale {
+            return Some(pause);
+        }
+        let at = self.machine.next_wakeup()?;
+        let delay = Duration::from_millis((at - now_millis()).max(0) as u64);
         Some(delay.max(pause))
     }
 
@@ -1050,9 +1338,42 @@ impl Room {
         self.retry_at.is_some_and(|retry| Instant::now() < retry)
     }
 
+    /// Pauses the room's own writes after a failure, longer after each in a row. Only
+    /// the first of a row is a warning: a database away for minutes makes one line per
+    /// room, not one a second.
     fn pause_after_failure(&mut self, error: &RoomError) {
-        tracing::warn!(%error, "an unrequested change failed; retrying shortly");
-        self.retry_at = Some(Instant::now() + RETRY_PAUSE);
+        self.failures += 1;
+        let doublings = (self.failures - 1).min(8);
+        let pause = (RETRY_PAUSE * 2u32.pow(doublings)).min(LONGEST_PAUSE);
+        if self.failures == 1 {
+            tracing::warn!(%error, "the room cannot write; trying again shortly");
+        } else {
+            tracing::debug!(%error, failures = self.failures, "the room still cannot write");
+        }
+        self.retry_at = Some(Instant::now() + pause);
+    }
+
+    /// When the first waiting request must be answered by.
+    fn first_answer_due(&self) -> Option<Instant> {
+        let due = self.waiting.iter().filter_map(|work| match work {
+            Work::Request(_, _, answer_by) => Some(*answer_by),
+            Work::BotAnswer(..) => None,
+        });
+        due.min()
+    }
+
+    /// Tells every waiting request whose answer is due to try again: the database did
+    /// not let the room decide it in time. Nothing of it was written.
+    fn refuse_overdue(&mut self) {
+        let now = Instant::now();
+        for work in std::mem::take(&mut self.waiting) {
+            match work {
+                Work::Request(_, reply, answer_by) if answer_by <= now => {
+                    reply.send(Err(RoomError::StorageUnavailable))
+                }
+                other => self.waiting.push_back(other),
+            }
+        }
     }
 
     /// Asks the pool for the move of a seat a bot plays now, if any.
@@ -1086,6 +1407,10 @@ impl Room {
             }
         }
         self.retry_at = None;
+        if self.failures > 0 {
+            tracing::info!(failures = self.failures, "the room writes again");
+            self.failures = 0;
+        }
         let update = self.machine.apply(change, now_millis());
         if self.machine.ended() {
             self.ended.store(true, Ordering::Relaxed);
@@ -1107,7 +1432,7 @@ impl Room {
             Waiter::Lobby(reply) => reply.send(Ok(Answer::Lobby {
                 lobby: self.lobby_view(),
             })),
-            Waiter::Command { reply, started } => {
+            Waiter::Command { reply, started, .. } => {
                 // Rejections are counted apart (by the connection, by code): they are
                 // cheap and would flatter the figure.
                 let latency = started.elapsed().as_secs_f64();

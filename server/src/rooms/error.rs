@@ -33,6 +33,10 @@ pub enum RoomError {
         "the command expects update {expected} but the game is at {current}; apply the missed updates and retry"
     )]
     StaleSeq { expected: u64, current: u64 },
+    #[error(
+        "the game has no update {last_seq}: its newest is {current}; say hello without last_seq for a snapshot"
+    )]
+    UnknownSeq { last_seq: u64, current: u64 },
     #[error("{0}")]
     IllegalMove(#[from] PlayError),
     #[error("this turn ran out of time and is being played for the seat")]
@@ -108,6 +112,20 @@ impl From<StoreError> for RoomError {
                 tracing::error!(error = %other, "storage error");
                 RoomError::Internal
             }
+        }
+    }
+}
+
+impl RoomError {
+    /// What a storage failure means to the client, without logging its cause: for a
+    /// room's retries while the database stays away, whose first failure was logged.
+    pub fn from_repeated(error: StoreError) -> RoomError {
+        match error {
+            StoreError::Unavailable(_) | StoreError::Unreachable(_) => {
+                RoomError::StorageUnavailable
+            }
+            StoreError::Busy(_) => RoomError::Busy,
+            other => RoomError::from(other),
         }
     }
 }

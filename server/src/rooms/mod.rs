@@ -21,6 +21,7 @@ pub mod patch;
 pub mod registry;
 pub mod rematch;
 pub mod restore;
+pub mod supervisor;
 pub mod tenure;
 pub mod view;
 pub mod writes;
@@ -71,6 +72,9 @@ pub enum Mail {
     /// holds the game's lease (cluster mode), so another node decides it now. Never sent
     /// between nodes.
     Unload,
+    /// The supervisor read this `seq` for the game in the database: a room found behind
+    /// it reads its game again (see `supervisor`). Never sent between nodes.
+    CheckStoredSeq(u64),
 }
 
 /// How rooms run their games: lobby expiry and the bots that play for seats.
@@ -232,6 +236,12 @@ impl RoomHandle {
     /// queue is full (or the room has stopped).
     pub fn try_unload(&self) -> bool {
         self.sender.try_send(Mail::Unload).is_ok()
+    }
+
+    /// Tells the room the `seq` its game has in the database, without waiting for room
+    /// in its queue (a full queue is a busy room, checked next time).
+    pub fn try_check_stored_seq(&self, stored: u64) {
+        let _ = self.sender.try_send(Mail::CheckStoredSeq(stored));
     }
 
     /// Sends a request whose answer nobody waits for.

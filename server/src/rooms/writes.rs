@@ -1,5 +1,5 @@
 //! A room's writes: a committed change as the store writes it, and what became of a write
-//! whose reply was lost.
+//! whose reply was lost or whose `seq` was found taken.
 //!
 //! A room acknowledges and broadcasts a change only once the database holds it. When a
 //! write's outcome is unknown (its connection broke around the COMMIT, or the database
@@ -11,30 +11,41 @@
 //!   that took the game over may have written that `seq` with another move;
 //! * and the game must still be this node's, under a lease live on the database's clock.
 //!
-//! Without both, the room neither acknowledges nor broadcasts: it stops, and its clients
-//! reconnect to whichever node owns the game (which answers a resent command id with its
-//! original `ack` if the move is stored).
+//! "Not stored" is never final while the write may still be on its way (a COMMIT held
+//! by a frozen network lands when it thaws). So a room settles such a write by writing
+//! the same change at the same `seq` again ([`attempt`]): the `seq` guard lets exactly
+//! one of the two land, and a `conflict` then means "read back what holds that `seq`",
+//! never "not written". What is read back decides: this change ([`Landing::Mine`]: it is
+//! applied), another change while the game is still this node's
+//! ([`Landing::Superseded`]: the room reloads its game from the log), or another node's
+//! game ([`Landing::Lost`]: the room stops and its clients reconnect to the owner, which
+//! answers a resent command id with its original `ack` if the move is stored).
 //!
-//! Every read-back is bounded by [`SETTLE_WAIT`]: a room answers within the database's
-//! acquire timeout and a second, whatever the database does.
+//! Every attempt is bounded by a deadline the room gives, and every read-back by
+//! [`SETTLE_WAIT`] within it: a room answers within the store's operation timeout,
+//! whatever the database does.
 
+use crate::rooms::error::RoomError;
 use crate::rooms::machine::Change;
 use carcassonne_store::ratings::RatingChange;
 use carcassonne_store::{FinalChange, LoggedChange, Store, StoreError, StoredAt};
 use std::time::Duration;
+use tokio::time::Instant;
 use uuid::Uuid;
 
-/// The longest a room spends reading back what a write left: a client hears within the
-/// acquire timeout and this.
+/// The longest a room spends reading back what a write left.
 pub const SETTLE_WAIT: Duration = Duration::from_secs(1);
 
-/// What became of a write, or of an earlier one whose outcome was unknown.
+/// What the database holds at a write's `seq`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Landing {
     /// The database holds this write, and the game is still this node's.
     Mine,
     /// The write is not stored (yet).
     NotStored,
+    /// Another change holds this write's `seq`, and the game is still this node's: the
+    /// room's memory is behind the database and must be read again from the log.
+    Superseded,
     /// The game is another node's now, or this node cannot prove it is still its own:
     /// the room must stop deciding it.
     Lost,
@@ -90,9 +101,10 @@ pub fn landing(
         None => true,
     };
     match (proved_mine, owner) {
-        (false, _) => Landing::Lost,
         (true, Owner::ThisNode) => Landing::Mine,
         (true, _) => Landing::Unknown,
+        (false, Owner::ThisNode) => Landing::Superseded,
+        (false, _) => Landing::Lost,
     }
 }
 
@@ -104,15 +116,101 @@ fn command_of(change: &Change) -> Option<(u8, String)> {
     }
 }
 
+/// What one attempt to write a change came to.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Committed; with the rating changes the store announced with it, if it did.
+    Written(Option<Vec<RatingChange>>),
+    /// Nothing of this attempt reached the database, or the database refused it for a
+    /// reason other than its `seq` (an earlier attempt of the same change may still
+    /// land).
+    Refused(RoomError),
+    /// Its reply was lost: what is stored at its `seq`, read back.
+    ReplyLost(Landing),
+    /// Its `seq` was taken (or its command id): what holds it, read back.
+    SeqTaken(Landing),
+    /// The database refused it because another node owns the game.
+    Fenced,
+    /// No answer by the deadline: it may still land.
+    TimedOut,
+}
+
+/// Which attempt at a change this is: the first, whose failures are warnings, or one that
+/// settles an earlier attempt, repeated while the database stays away (logged at debug
+/// level: the room warns once when its writes begin to fail, and says when they work
+/// again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempting {
+    First,
+    Again,
+}
+
+/// Writes `change` as update `seq` of `game`, and reads back what the database holds
+/// when its reply does not say, all by `deadline`.
+pub async fn attempt(
+    store: &Store,
+    (game, seq, node): (Uuid, u64, Option<&str>),
+    change: &Change,
+    deadline: Instant,
+    attempting: Attempting,
+) -> Attempt {
+    let written = match tokio::time::timeout_at(deadline, write(store, game, change, seq)).await {
+        Ok(written) => written,
+        Err(_) => {
+            note(
+                attempting,
+                seq,
+                "no answer in time",
+                "a write's outcome is unknown",
+            );
+            return Attempt::TimedOut;
+        }
+    };
+    match written {
+        Ok(announced) => Attempt::Written(announced),
+        Err(StoreError::Unavailable(cause)) => {
+            note(
+                attempting,
+                seq,
+                &cause,
+                "a write's outcome is unknown; reading it back",
+            );
+            Attempt::ReplyLost(await_landing(store, game, change, seq, node, deadline).await)
+        }
+        Err(StoreError::Conflict(cause)) => {
+            tracing::warn!(%cause, seq, "a write found its seq taken; reading back what holds it");
+            Attempt::SeqTaken(read_back(store, game, change, seq, node, deadline).await)
+        }
+        Err(StoreError::NotOwner(cause)) => {
+            tracing::warn!(%cause, seq, "the database refused a write: another node owns the game");
+            Attempt::Fenced
+        }
+        Err(other) if attempting == Attempting::Again => {
+            Attempt::Refused(RoomError::from_repeated(other))
+        }
+        Err(other) => Attempt::Refused(RoomError::from(other)),
+    }
+}
+
+/// Logs what became of an attempt: a warning for a first one, a debug line for one that
+/// settles an earlier attempt.
+fn note(attempting: Attempting, seq: u64, cause: &str, what: &'static str) {
+    match attempting {
+        Attempting::First => tracing::warn!(%cause, seq, "{what}"),
+        Attempting::Again => tracing::debug!(%cause, seq, "{what}"),
+    }
+}
+
 /// Reads back what the write of `change` as update `seq` left, a few times over half a
 /// second (a COMMIT whose reply was lost may still be taking effect when the first read
-/// arrives), and within [`SETTLE_WAIT`] in all.
-pub async fn await_landing(
+/// arrives), within [`SETTLE_WAIT`] and by `deadline`.
+async fn await_landing(
     store: &Store,
     game: Uuid,
     change: &Change,
     seq: u64,
     node: Option<&str>,
+    deadline: Instant,
 ) -> Landing {
     const READS: u32 = 5;
     const PAUSE: Duration = Duration::from_millis(100);
@@ -128,20 +226,23 @@ pub async fn await_landing(
         }
         outcome
     };
-    tokio::time::timeout(SETTLE_WAIT, reads)
+    let deadline = deadline.min(Instant::now() + SETTLE_WAIT);
+    tokio::time::timeout_at(deadline, reads)
         .await
         .unwrap_or(Landing::Unknown)
 }
 
-/// One read-back, within [`SETTLE_WAIT`]: whether the write of `change` as `seq` landed.
-pub async fn settle(
+/// One read-back, within [`SETTLE_WAIT`] and by `deadline`.
+async fn read_back(
     store: &Store,
     game: Uuid,
     change: &Change,
     seq: u64,
     node: Option<&str>,
+    deadline: Instant,
 ) -> Landing {
-    tokio::time::timeout(SETTLE_WAIT, read_landing(store, game, change, seq, node))
+    let deadline = deadline.min(Instant::now() + SETTLE_WAIT);
+    tokio::time::timeout_at(deadline, read_landing(store, game, change, seq, node))
         .await
         .unwrap_or(Landing::Unknown)
 }
@@ -157,13 +258,13 @@ async fn read_landing(
     match Box::pin(store.stored_at(game, seq)).await {
         Ok(stored) => {
             let landing = landing(stored.as_ref(), change, seq, node);
-            if landing == Landing::Lost {
-                tracing::warn!(seq, ?stored, "a write cannot be proved this node's");
+            if matches!(landing, Landing::Lost | Landing::Superseded) {
+                tracing::warn!(seq, ?stored, ?landing, "another change holds a write's seq");
             }
             landing
         }
         Err(error) => {
-            tracing::warn!(%error, seq, "cannot read back a write yet");
+            tracing::debug!(%error, seq, "cannot read back a write yet");
             Landing::Unknown
         }
     }
@@ -183,7 +284,7 @@ async fn read_landing(
 ///
 /// `Some` when the write also stored the update announcing a rated match's rating
 /// changes (see [`Store::finish_game`]), with those changes.
-pub async fn write(
+async fn write(
     store: &Store,
     game: Uuid,
     change: &Change,
@@ -258,10 +359,17 @@ mod tests {
         // move at seq 3. The stored seq reached 3, but that is not this write.
         let other_move = stored(3, Some("n2"), true, Some((0, "y")));
         assert_eq!(landing(Some(&other_move), &x, 3, Some("n1")), Landing::Lost);
-        // Even if this node still owned it by name, another command at seq 3 is not ours.
+        // Still this node's, but another command holds seq 3: the room's memory is behind
+        // the database, and the room reloads its game.
         let other_command = stored(3, Some("n1"), true, Some((0, "y")));
         assert_eq!(
             landing(Some(&other_command), &x, 3, Some("n1")),
+            Landing::Superseded
+        );
+        // The same with the lease lapsed: nothing can be proved, the room stops.
+        let other_lapsed = stored(3, Some("n1"), false, Some((0, "y")));
+        assert_eq!(
+            landing(Some(&other_lapsed), &x, 3, Some("n1")),
             Landing::Lost
         );
         let not_yet = stored(2, Some("n1"), true, None);
@@ -293,6 +401,8 @@ mod tests {
         assert_eq!(landing(Some(&landed), &x, 5, None), Landing::Mine);
         let not_yet = stored(4, None, false, None);
         assert_eq!(landing(Some(&not_yet), &x, 5, None), Landing::NotStored);
+        let another = stored(5, None, false, Some((0, "y")));
+        assert_eq!(landing(Some(&another), &x, 5, None), Landing::Superseded);
         let seat_freed = Change::SeatFreed(2);
         let lobby = stored(5, None, false, None);
         assert_eq!(landing(Some(&lobby), &seat_freed, 5, None), Landing::Mine);

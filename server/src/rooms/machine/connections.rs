@@ -131,6 +131,30 @@ impl RoomMachine {
         Arc::new(outgoing)
     }
 
+    /// The snapshot for every connection at once: the mover's with their legal moves,
+    /// everyone else's without.
+    pub fn snapshot_for_everyone(&self, now: Millis) -> Arc<Outgoing> {
+        let for_others = self.snapshot(None, now);
+        let Some(mover) = self.mover() else {
+            return for_others;
+        };
+        let for_mover = self.snapshot(Some(&mover), now);
+        let mut outgoing = Outgoing::plain(Some(self.seq()), String::new());
+        outgoing.for_mover = for_mover.for_mover.clone();
+        outgoing.for_others = for_others.for_others.clone();
+        outgoing.mover = Some(mover);
+        outgoing.snapshot = true;
+        Arc::new(outgoing)
+    }
+
+    /// Whether a client that says it has seen update `last_seq` has seen more of the
+    /// game than this room holds: then the room is behind the database (another node
+    /// wrote the game, or a write of its own landed unseen), or the client is wrong.
+    /// Either way the room must not answer it from memory.
+    pub fn is_behind(&self, last_seq: Option<u64>) -> bool {
+        last_seq.is_some_and(|last| last > self.seq())
+    }
+
     /// Milliseconds left in the turn in progress, when it has a deadline.
     pub(super) fn turn_ms_left(&self, now: Millis) -> Option<u64> {
         if self.ended {

@@ -317,6 +317,21 @@ impl RoomMachine {
         Ok(machine)
     }
 
+    /// Replaces what the room holds of its game by what the database holds (`live`), read
+    /// because the room found its memory behind the store: a write of its own found its
+    /// `seq` taken, or the stored `seq` was seen ahead of the room's. Who is connected,
+    /// and which abandoned seats their owners want back, are the room's own and stay.
+    /// Returns the snapshot every connection is sent: the updates that led to the stored
+    /// state were never the room's to send, and a snapshot newer than what a client has
+    /// always passes.
+    pub fn reload(&mut self, live: LiveGame, now: Millis) -> Result<Arc<Outgoing>, String> {
+        let mut reloaded = RoomMachine::restore(live, self.settings.clone(), now)?;
+        reloaded.connections = std::mem::take(&mut self.connections);
+        reloaded.reclaims = std::mem::take(&mut self.reclaims);
+        *self = reloaded;
+        Ok(self.snapshot_for_everyone(now))
+    }
+
     fn replay(&mut self, moves: Vec<MoveRow>) -> Result<(), String> {
         let (mut game, _) = game_for(&self.lobby, self.seats.len())?;
         let mut clocks = self.clocks_at_start(&game);

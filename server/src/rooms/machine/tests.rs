@@ -473,6 +473,61 @@ fn a_restored_game_has_the_same_state_and_its_turn_a_fresh_allowance() {
     assert_eq!(restored.next_wakeup(), Some(restart + 2_000));
 }
 
+/// A room whose memory fell behind (another change was stored at the `seq` it wrote)
+/// takes the stored game in its place: the game and `seq` of the log, the connections it
+/// had, the stored command ids answered as repeats, and one snapshot for everyone, the
+/// mover's with their legal moves. A client ahead of the room is told it is ahead.
+#[test]
+fn a_room_behind_the_database_reloads_the_stored_game_and_keeps_its_connections() {
+    let mut stored = two_player_game(TimeControl::None);
+    let mut behind = two_player_game(TimeControl::None);
+    behind.lobby.id = stored.lobby.id;
+    behind.connect(Some(CREATOR), None, None, None, T0).unwrap();
+    behind.connect(None, None, None, None, T0).unwrap();
+    let mut rec = Recorder::default();
+    for step in 0..3 {
+        let now = T0 + 100 * step;
+        let change = first_legal_change(&mut stored, now).unwrap();
+        rec.commit(&mut stored, change, now);
+    }
+    assert!(behind.is_behind(Some(stored.seq())));
+    assert!(!behind.is_behind(Some(behind.seq())));
+    assert!(!behind.is_behind(None));
+
+    let live = LiveGame {
+        lobby: stored.lobby.clone(),
+        seats: stored.seats.clone(),
+        moves: rec.moves.clone(),
+        chat: Vec::new(),
+        chat_mutes: Vec::new(),
+    };
+    let snapshot = behind.reload(live, T0 + 1_000).unwrap();
+    assert_eq!(behind.game, stored.game);
+    assert_eq!(behind.seq(), stored.seq());
+    assert!(!behind.is_behind(Some(stored.seq())));
+    assert_eq!(
+        behind.connected_seats(),
+        vec![0],
+        "the creator is still connected"
+    );
+    for row in &rec.moves {
+        assert_eq!(
+            behind.accepted_seq(row.seat, &row.command_id),
+            Some(row.seq)
+        );
+    }
+    assert!(snapshot.snapshot);
+    assert_eq!(snapshot.seq, Some(stored.seq()));
+    let mover = behind.mover().expect("a human to move");
+    assert_eq!(snapshot.mover.as_deref(), Some(mover.as_str()));
+    let for_mover: Value = serde_json::from_slice(snapshot.for_mover.as_bytes()).unwrap();
+    let for_others: Value = serde_json::from_slice(snapshot.for_others.as_bytes()).unwrap();
+    assert_eq!(for_mover["type"], "snapshot");
+    assert!(for_mover["legal_moves"].is_object(), "{for_mover}");
+    assert!(for_others["legal_moves"].is_null(), "{for_others}");
+    assert_eq!(for_mover["state"], for_others["state"]);
+}
+
 /// The patch oracle: on random games (every expansion subset, 2 to 5 seats, some with a
 /// running clock), applying each update's patch to a mirror of the state gives exactly
 /// the new state, and the patch touches only what the general JSON diff says changed.
