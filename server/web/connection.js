@@ -266,6 +266,14 @@ export class GameConnection {
       this.socket.close(4001);
       return;
     }
+    if (message.error.code === "unknown_seq") {
+      // Our copy is ahead of the game the server holds (it never had our seq): start
+      // again from a fresh snapshot rather than keep a state that cannot be continued.
+      this.state = null;
+      if (this.socket.welcomed) this.resync(true);
+      else this.send(this.hello());
+      return;
+    }
     this.listener.notice("Server: " + message.error.message);
     if (message.error.code === "bad_token" && this.token) {
       // The seat is no longer ours (replaced or a stale token): watch instead.
