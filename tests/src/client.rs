@@ -391,6 +391,33 @@ impl WsClient {
         reply
     }
 
+    /// Sends command `id` again and again, as a client told to try again does, until it
+    /// is acknowledged; fails on any other refusal, or after `patience`. Returns the
+    /// acknowledgement.
+    pub async fn command_until_acknowledged(
+        &mut self,
+        id: &str,
+        mv: Value,
+        patience: Duration,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let reply = self.command(id, mv.clone()).await;
+            if reply["type"] == "ack" {
+                return reply;
+            }
+            assert_eq!(
+                reply["error"]["code"], "storage_unavailable",
+                "only a try-again refusal may come before the ack: {reply}"
+            );
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "command {id} was never acknowledged: {reply}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Every message until the connection closes (or `patience` runs out), without
     /// mirroring them, and the close code if a close frame came.
     pub async fn rest_until_closed(&mut self, patience: Duration) -> (Vec<Value>, Option<u16>) {

@@ -228,8 +228,9 @@ impl TestServer {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        // A failing test shows what the server said, which is usually where the cause is.
-        if std::thread::panicking() {
+        // A failing test shows what the server said, which is usually where the cause is;
+        // `E2E_PRINT_SERVER_LOG` shows it for a passing one too.
+        if std::thread::panicking() || std::env::var_os("E2E_PRINT_SERVER_LOG").is_some() {
             eprintln!(
                 "--- server log ---\n{}--- end of server log ---",
                 self.log()

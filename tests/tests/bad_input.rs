@@ -250,3 +250,49 @@ async fn unknown_games_and_private_games_are_refused() {
         .await;
     assert_eq!(watcher.next().await["type"], "welcome");
 }
+
+/// A client that claims to have seen updates the game never had (a bug, or a copy of
+/// another game) is never sent an older state than it claims: its first hello is told to
+/// come back (1012) while the room reads its game from the database to be sure, and its
+/// hello after that is refused as `unknown_seq`; a `resync` from the future likewise. A
+/// hello without `last_seq` then gets the snapshot, and the game is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_last_seq_from_the_future_gets_no_older_state() {
+    let database = TestDatabase::sqlite();
+    let server = TestServer::start(&database.url()).await;
+    let mut table = started_table(&server).await;
+    table.play_one().await;
+    let seq = table.seq();
+    let url = server.ws_url(&table.game);
+    let ahead = seq + 5;
+
+    let mut client = WsClient::connect(&url).await;
+    let first = client.hello(None, Some(ahead)).await;
+    assert_eq!(error_code(&first), "shutting_down", "{first}");
+    assert_eq!(client.close_code().await, Some(1012));
+
+    // Once the room has read its game (at once, but not before the client can come
+    // back), it knows the client is wrong.
+    let mut client = WsClient::connect(&url).await;
+    let mut second = client.hello(None, Some(ahead)).await;
+    for _ in 0..20 {
+        if error_code(&second) != "shutting_down" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        client = WsClient::connect(&url).await;
+        second = client.hello(None, Some(ahead)).await;
+    }
+    assert_eq!(error_code(&second), "unknown_seq", "{second}");
+    let fresh = client.hello(None, None).await;
+    assert_eq!(fresh["type"], "welcome", "{fresh}");
+    let snapshot = client.next_of("snapshot").await;
+    assert_eq!(snapshot["seq"], seq);
+
+    client
+        .send(json!({ "type": "resync", "last_seq": ahead }))
+        .await;
+    let refused = client.next_of("error").await;
+    assert_eq!(error_code(&refused), "unknown_seq", "{refused}");
+    table.play_one().await;
+}

@@ -346,3 +346,138 @@ async fn a_single_node_refuses_a_database_a_live_cluster_uses() {
     // The cluster's game goes on, undisturbed.
     table.play_one().await;
 }
+
+/// The owner n1 reaches Postgres through a proxy that holds the COMMIT of one move back
+/// until after n1 read back that nothing was stored; the mover plays through a stand-in
+/// on n2. The late COMMIT lands while n1 still owns the game: n1 must settle the write by
+/// writing it again at the same `seq`, find its own move there, acknowledge it once, and
+/// the game goes on to its end. (A room used to take "not stored" for final and forget
+/// the write, then fail every later write of the game with a conflict, for minutes.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_lands_late_on_the_owner_is_settled_there() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !nats_or_skip() {
+        return;
+    }
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let tag = tag();
+    // In clear, so that the proxy can see the COMMIT go by.
+    let owner_url = format!("{}?sslmode=disable", database.url_through_port(proxy.port));
+    let n1 = start_node(&owner_url, &format!("late-{tag}-1"), "5s").await;
+    let n2 = start_node(&database.url(), &format!("late-{tag}-2"), "5s").await;
+    let mut table = Table::start(&n1, 2, json!({ "tile_limit": 6 }), 11).await;
+    for _ in 0..3 {
+        table.play_one().await;
+    }
+    let seq = table.seq();
+    let mover = table.mover().unwrap();
+    let token = table.seats[mover].token.clone();
+    let mut remote = WsClient::resume(&n2.ws_url(&table.game), &token, &table.players[mover]).await;
+    let chosen = remote.legal_moves.clone().expect("the mover's legal moves")[0].clone();
+
+    proxy.land_commit_late("late-commit", Duration::from_secs(2));
+    let reply = remote.command("late-commit", chosen.clone()).await;
+    assert!(
+        proxy.late_commit_taken(),
+        "the COMMIT went through the proxy"
+    );
+    assert_eq!(
+        reply["error"]["code"], "storage_unavailable",
+        "nothing is stored yet when the owner answers: {reply}"
+    );
+    let ack = remote
+        .command_until_acknowledged("late-commit", chosen, Duration::from_secs(15))
+        .await;
+    assert_eq!(ack["seq"], seq + 1, "{ack}");
+    drop(remote);
+
+    table.catch_up(seq + 1).await;
+    table.play_to_the_end().await;
+    table.assert_mirrors_agree();
+    let logged = move_log(&database, &table.game);
+    let late: Vec<_> = logged
+        .iter()
+        .filter(|(_, id)| id == "late-commit")
+        .collect();
+    assert_eq!(late, [&(seq + 1, "late-commit".to_owned())], "{logged:?}");
+}
+
+/// n1 owns a game and reaches Postgres slowly; it is frozen past its lease, n2 takes the
+/// game over, and a move is made there (the game is at `seq` S). Clients that have seen S
+/// say hello to n1 the moment it thaws, before it learns that it lost the game. n1's room,
+/// asked for more than it holds, must send none of them anything older than S: it tells
+/// them to come back (1012), as it finds out where the game is. (It used to send its own
+/// snapshot, at S - 1, to every such client for up to 2.5 s after the thaw.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thawed_owner_never_sends_a_client_a_state_older_than_it_has() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !nats_or_skip() {
+        return;
+    }
+    let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+    let tag = tag();
+    let n1 = start_node(
+        &database.url_through_port(proxy.port),
+        &format!("thaw-{tag}-1"),
+        LEASE_TTL,
+    )
+    .await;
+    let n2 = start_node(&database.url(), &format!("thaw-{tag}-2"), LEASE_TTL).await;
+    let mut table = Table::start(&n1, 2, json!({}), 23).await;
+    for _ in 0..4 {
+        table.play_one().await;
+    }
+    // n1's first renewal after the thaw takes a while: the hellos below come first.
+    proxy.delay_replies(Duration::from_millis(300));
+    n1.pause();
+
+    let mover = table.mover().unwrap();
+    let token = table.seats[mover].token.clone();
+    let mut there = join_when_served(&n2, &table.game, Some(&token), &table.players[mover]).await;
+    let chosen = there.legal_moves.clone().expect("the mover's legal moves")[0].clone();
+    let ack = there
+        .command_until_acknowledged("on-n2", chosen, Duration::from_secs(15))
+        .await;
+    let newest = ack["seq"].as_u64().expect("an acknowledged seq");
+    there.catch_up_to(newest).await;
+
+    let url = n1.ws_url(&table.game);
+    let hellos: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move {
+                // Accepted by the kernel while n1 is frozen; answered once it thaws.
+                let mut client = WsClient::try_connect(&url).await.ok()?;
+                let hello = json!({ "type": "hello", "token": null, "last_seq": newest });
+                client.send(hello).await;
+                Some(client.rest_until_closed(Duration::from_secs(4)).await)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    n1.resume();
+
+    let mut told_to_come_back = 0;
+    for hello in hellos {
+        let Some((heard, closed)) = hello.await.expect("a hello task") else {
+            continue;
+        };
+        for message in &heard {
+            let seq = message["seq"].as_u64();
+            let kind = message["type"].as_str();
+            if matches!(kind, Some("snapshot" | "update")) {
+                assert!(
+                    seq >= Some(newest),
+                    "n1 sent a state older than the client's: {message}"
+                );
+            }
+        }
+        told_to_come_back += usize::from(closed == Some(1012));
+    }
+    eprintln!("{told_to_come_back} of 8 clients were told to come back");
+    drop(there);
+}
