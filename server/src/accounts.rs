@@ -36,10 +36,13 @@ impl std::fmt::Debug for AccountIssuer {
     }
 }
 
-/// What this server reads of a token, beyond what `Validation` checks (`iss`, `exp`,
-/// `nbf` when present, `aud` when one is configured).
+/// What this server reads of a token, beyond what `Validation` checks (`exp`, `nbf` when
+/// present, `aud` when one is configured).
 #[derive(Debug, Deserialize)]
 pub struct AccountClaims {
+    /// The issuer, as one string: required, and compared with the configured issuer
+    /// here. `Validation` alone lets a token without `iss` through, and takes a list.
+    pub iss: String,
     pub sub: String,
     /// A display name for the player's first sign-in.
     pub name: Option<String>,
@@ -92,6 +95,7 @@ impl AccountIssuer {
             .ok_or(AppError::BadAccountToken)?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
+        validation.required_spec_claims.insert("iss".to_owned());
         validation.validate_nbf = true;
         match &self.audience {
             Some(audience) => {
@@ -103,7 +107,7 @@ impl AccountIssuer {
         }
         let data = jsonwebtoken::decode::<AccountClaims>(token, &key.key, &validation)
             .map_err(|_| AppError::BadAccountToken)?;
-        if data.claims.sub.is_empty() {
+        if data.claims.sub.is_empty() || data.claims.iss != self.issuer {
             return Err(AppError::BadAccountToken);
         }
         Ok(data.claims)

@@ -131,6 +131,27 @@ async fn another_sites_accounts_sign_players_in() {
                 None,
                 json!({ "iss": ISSUER, "sub": "", "exp": now() + 600 }),
             ),
+            // The issuer is required, and must be the configured one, as a string.
+            token(
+                &private,
+                None,
+                json!({ "sub": "alice", "exp": now() + 600 }),
+            ),
+            token(
+                &private,
+                None,
+                json!({ "iss": null, "sub": "alice", "exp": now() + 600 }),
+            ),
+            token(
+                &private,
+                None,
+                json!({ "iss": [ISSUER], "sub": "alice", "exp": now() + 600 }),
+            ),
+            token(
+                &private,
+                None,
+                json!({ "iss": "", "sub": "alice", "exp": now() + 600 }),
+            ),
             jsonwebtoken::encode(
                 &Header::default(),
                 &claims("alice", 600),
