@@ -64,8 +64,21 @@ type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 /// The WebSocket read buffer. The library's default is 128 KiB, zero-filled before each
 /// read and kept for the life of the connection: most of an idle connection's memory and
 /// a few percent of the CPU under load. Commands are a few hundred bytes; the buffer still
-/// grows for a larger message, up to `--max-message-bytes`.
+/// grows for a larger message, up to twice `--max-message-bytes` (see
+/// `READ_BOUND_TIMES_LIMIT`).
 const READ_BUFFER_BYTES: usize = 2 * 1024;
+
+/// How many times `--max-message-bytes` the WebSocket layer reads of one message before
+/// it gives up on it. A message over the limit but within this is read whole, and the
+/// connection is closed (1009) with the close handshake finished: had the layer stopped at
+/// the limit, the rest of the frame would stay unread, and closing a socket with unread
+/// data sends a reset, which some clients take before the close frame. Beyond this the
+/// layer stops at once and the connection ends without the handshake.
+const READ_BOUND_TIMES_LIMIT: usize = 2;
+
+/// The most bytes read and dropped after a close the server started, while it waits for
+/// the client's close frame (also bounded in time by `--close-handshake`).
+const CLOSE_DRAIN_BYTES: usize = 256 * 1024;
 
 /// How much the main loop may queue before a write goes out anyway. A loop turn queues a
 /// few messages (an ack and the update it caused) and then writes them together.
@@ -97,9 +110,12 @@ pub async fn upgrade(
         }
     };
     let limits = &state.limits;
+    let read_bound = limits
+        .max_message_bytes
+        .saturating_mul(READ_BOUND_TIMES_LIMIT);
     let socket = ws
-        .max_message_size(limits.max_message_bytes)
-        .max_frame_size(limits.max_message_bytes)
+        .max_message_size(read_bound)
+        .max_frame_size(read_bound)
         .read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(WRITE_BUFFER_BYTES)
         .max_write_buffer_size(limits.max_write_buffer_bytes.max(1));
@@ -508,6 +524,11 @@ impl Connection {
                 Screened::End
             }
             Message::Text(text) => Screened::Text(text),
+            Message::Binary(data) if data.len() > self.limits.max_message_bytes => {
+                self.metrics.reject("message_too_big");
+                self.close(close::TOO_BIG, "message too big").await;
+                Screened::End
+            }
             Message::Binary(_) if !self.bucket.take() => {
                 self.metrics.reject(AppError::TooManyMessages.code());
                 self.close(close::POLICY, "rate limit exceeded").await;
@@ -881,9 +902,17 @@ impl Connection {
             return;
         }
         self.ending = Some(Ending::Closed(code, reason));
+        // Reads and drops what the client still sends until its close frame, so that
+        // the socket is closed with nothing unread (else the kernel resets it).
         let drain = async {
+            let mut drained = 0;
             while let Some(Ok(message)) = self.socket.recv().await {
-                if matches!(message, Message::Close(_)) {
+                drained += match &message {
+                    Message::Text(text) => text.len(),
+                    Message::Binary(data) | Message::Ping(data) | Message::Pong(data) => data.len(),
+                    Message::Close(_) => break,
+                };
+                if drained > CLOSE_DRAIN_BYTES {
                     break;
                 }
             }
