@@ -370,17 +370,21 @@ async fn judge(
 
 /// Says how long a frozen node's games waited to be taken over.
 fn report_takeovers(waits: &[(String, Option<Duration>)]) {
-    let taken: Vec<Duration> = waits.iter().filter_map(|(_, wait)| *wait).collect();
-    let (fastest, slowest) = (taken.iter().min(), taken.iter().max());
-    eprintln!(
-        "{} games of frozen nodes were taken over, after {fastest:.1?} to {slowest:.1?}; \
-         {} were not while their node was frozen",
-        taken.len(),
-        waits.len() - taken.len()
-    );
+    let mut taken: Vec<Duration> = waits.iter().filter_map(|(_, wait)| *wait).collect();
+    taken.sort();
+    if let (Some(fastest), Some(slowest)) = (taken.first(), taken.last()) {
+        eprintln!(
+            "{} games of frozen nodes were taken over, after {fastest:.1?} to {slowest:.1?}",
+            taken.len()
+        );
+    }
     for (game, wait) in waits {
-        if wait.is_none_or(|wait| wait > TAKEN_OVER_WITHIN) {
-            eprintln!("  {game}: taken over after {wait:.1?}");
+        match wait {
+            Some(wait) if *wait > TAKEN_OVER_WITHIN => {
+                eprintln!("  {game} was taken over only after {wait:.1?}")
+            }
+            Some(_) => {}
+            None => eprintln!("  {game} was not taken over while its node was frozen"),
         }
     }
 }
