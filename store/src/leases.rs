@@ -97,6 +97,43 @@ impl SqlStore<sqlx::Postgres> {
         Ok(taken.rows_affected() == 1)
     }
 
+    /// Takes, in one statement, every game of `games` that [`Self::acquire_lease`] would
+    /// take and whose row no transaction holds; returns the ids taken. A game whose row
+    /// is locked is left for a later sweep rather than waited for: the lock is most
+    /// likely a frozen owner's write, held until Postgres ends that session's
+    /// transaction, and waiting would hold up every other game of the sweep.
+    pub(crate) async fn acquire_leases(
+        &self,
+        games: &[Uuid],
+        node: &str,
+        ttl: Duration,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        check_node(node)?;
+        let taken = sqlx::query_scalar(
+            "WITH alive AS ( \
+                 INSERT INTO cluster_nodes (node, alive_until) \
+                 VALUES ($2, now() + $3 * interval '1 microsecond') \
+                 ON CONFLICT (node) DO UPDATE \
+                 SET alive_until = GREATEST(cluster_nodes.alive_until, EXCLUDED.alive_until) \
+             ), free AS ( \
+                 SELECT id FROM lobbies \
+                 WHERE id = ANY($1) AND status IN ('open', 'playing') \
+                   AND (owner_node IS NULL OR owner_node = $2 OR NOT EXISTS ( \
+                       SELECT 1 FROM cluster_nodes \
+                       WHERE node = lobbies.owner_node AND alive_until >= now())) \
+                 FOR UPDATE SKIP LOCKED \
+             ) \
+             UPDATE lobbies SET owner_node = $2 FROM free WHERE lobbies.id = free.id \
+             RETURNING lobbies.id",
+        )
+        .bind(games)
+        .bind(node)
+        .bind(ttl_micros(ttl)?)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(taken)
+    }
+
     /// Renews `node`'s lease (its one row: no game's row is touched) and lists the live
     /// games it owns. A lease that lapsed but whose games were not taken over is renewed
     /// too: the node still owns them (the fence still lets its writes through and no one

@@ -918,6 +918,27 @@ impl Store {
         on_postgres!(self, "acquire_lease", db => db.acquire_lease(game, node, ttl))
     }
 
+    /// Takes the leases of the games of `games` that [`Store::acquire_lease`] would take,
+    /// all in one statement, leaving out any whose row a transaction holds (most likely
+    /// a frozen owner's write: a later call takes it once Postgres has ended that
+    /// transaction). Returns the ids taken.
+    pub async fn acquire_leases(
+        &self,
+        games: &[Uuid],
+        node: &str,
+        ttl: Duration,
+    ) -> Result<Vec<Uuid>, StoreError> {
+        on_postgres!(self, "acquire_leases", db => db.acquire_leases(games, node, ttl))
+    }
+
+    /// The live games among `ids`, as [`Store::live_games`] returns them, read in one
+    /// round trip: for games whose leases the caller has just taken and has not started
+    /// yet, which nobody else can change meanwhile (their reads need no snapshot to
+    /// agree). How a node restores the games it takes over. Postgres only.
+    pub async fn live_games_taken(&self, ids: &[Uuid]) -> Result<Vec<LiveGame>, StoreError> {
+        on_postgres!(self, "live_games_taken", db => db.live_games_taken(ids))
+    }
+
     /// Extends every lease `node` holds on live games; returns the ids it still holds.
     ///
     /// Each is extended to the database's `now()` plus `ttl`, lapsed ones included as

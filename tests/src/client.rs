@@ -333,6 +333,30 @@ impl WsClient {
         }
     }
 
+    /// The next message of any type (after bookkeeping), or None when the connection
+    /// closes or nothing comes within `patience`: for a client that expects the node it
+    /// talks to to freeze or send it elsewhere.
+    pub async fn try_next(&mut self, patience: Duration) -> Option<Value> {
+        if let Some(message) = self.pending.pop_front() {
+            return Some(message);
+        }
+        let deadline = tokio::time::Instant::now() + patience;
+        loop {
+            let frame = tokio::time::timeout_at(deadline, self.socket.next()).await;
+            match frame {
+                Ok(Some(Ok(Message::Text(text)))) => {
+                    let message: Value =
+                        serde_json::from_str(&text).expect("the server sends JSON");
+                    assert_valid_server_message(&message);
+                    self.absorb(&message);
+                    return Some(message);
+                }
+                Ok(Some(Ok(Message::Close(_)) | Err(_)) | None) | Err(_) => return None,
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
     /// Reads until a message of type `kind`, keeping the others for later.
     pub async fn next_of(&mut self, kind: &str) -> Value {
         self.next_of_any(&[kind]).await

@@ -23,7 +23,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio_tungstenite::connect_async;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
@@ -149,6 +149,20 @@ pub struct RoamingReport {
     pub states: Vec<(u64, u64)>,
     /// Connections opened after the first.
     pub reconnects: u32,
+    /// When each `seq` reached it: the `seq` its mirror reached, by update or snapshot,
+    /// each time it went up.
+    pub arrivals: Vec<(u64, SystemTime)>,
+    /// Where it was connected, and when.
+    pub visits: Vec<Visit>,
+}
+
+/// One connection of a roaming client: to which node, when the node welcomed it (if it
+/// did), and when it ended.
+#[derive(Clone, Debug)]
+pub struct Visit {
+    pub node: SocketAddr,
+    pub welcomed: Option<SystemTime>,
+    pub left: SystemTime,
 }
 
 /// A player (with a seat token) or spectator (without) that plays its game to the end
@@ -183,6 +197,10 @@ struct Mirror {
     acked: Vec<Acked>,
     refused: Vec<(String, String)>,
     states: Vec<(u64, u64)>,
+    arrivals: Vec<(u64, SystemTime)>,
+    /// When this connection's welcome came.
+    welcomed: Option<SystemTime>,
+    visits: Vec<Visit>,
 }
 
 impl Mirror {
@@ -195,6 +213,13 @@ impl Mirror {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         self.state.to_string().hash(&mut hasher);
         self.states.push((seq, hasher.finish()));
+        if self
+            .arrivals
+            .last()
+            .is_none_or(|(reached, _)| *reached < seq)
+        {
+            self.arrivals.push((seq, SystemTime::now()));
+        }
     }
 }
 
@@ -219,12 +244,22 @@ impl RoamingClient {
             acked: Vec::new(),
             refused: Vec::new(),
             states: Vec::new(),
+            arrivals: Vec::new(),
+            welcomed: None,
+            visits: Vec::new(),
         };
         let mut attempt = 0;
         loop {
             let address = self.nodes.pick(self.preferred, attempt);
             let url = format!("ws://{address}/ws/games/{}", self.game);
-            let saw_the_end = match self.connection(&url, &mut mirror).await {
+            let next = self.connection(&url, &mut mirror).await;
+            let visit = Visit {
+                node: address,
+                welcomed: mirror.welcomed.take(),
+                left: SystemTime::now(),
+            };
+            mirror.visits.push(visit);
+            let saw_the_end = match next {
                 Next::Reconnect => None,
                 Next::Finished => Some(true),
                 Next::FinishedWhileAway => Some(false),
@@ -238,6 +273,8 @@ impl RoamingClient {
                     refused: mirror.refused,
                     states: mirror.states,
                     reconnects: attempt as u32,
+                    arrivals: mirror.arrivals,
+                    visits: mirror.visits,
                 };
             }
             attempt += 1;
@@ -330,7 +367,10 @@ impl RoamingClient {
                 mirror.legal = legal_moves_of(message);
                 mirror.record_state();
             }
-            Some("welcome") => mirror.seat = message["seat"].as_u64(),
+            Some("welcome") => {
+                mirror.seat = message["seat"].as_u64();
+                mirror.welcomed = Some(SystemTime::now());
+            }
             Some("update") => self.apply_update(message, mirror),
             Some("ack") => {
                 let acked = Acked {
@@ -490,8 +530,40 @@ pub fn move_log(database: &TestDatabase, game: &str) -> Vec<(u64, String)> {
     let query = format!(
         "SELECT seq, coalesce(command_id, '') FROM moves WHERE game_id = '{game}' ORDER BY seq"
     );
+    psql_rows(database, &query)
+        .into_iter()
+        .map(|(seq, id)| (seq.parse().expect("a seq"), id))
+        .collect()
+}
+
+/// When each logged move of `game` was made, by `seq`: its `created_at`, written by the
+/// node that decided it, just before its write (every node of a test runs on this
+/// machine, on this clock).
+pub fn move_times(database: &TestDatabase, game: &str) -> Vec<(u64, SystemTime)> {
+    let query = format!("SELECT seq, created_at FROM moves WHERE game_id = '{game}' ORDER BY seq");
+    psql_rows(database, &query)
+        .iter()
+        .map(|(seq, millis)| {
+            let millis: u64 = millis.parse().expect("milliseconds");
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(millis);
+            (seq.parse().expect("a seq"), at)
+        })
+        .collect()
+}
+
+/// The node that owns live game `game` now, if any.
+pub fn owner_of(database: &TestDatabase, game: &str) -> Option<String> {
+    let query = format!("SELECT 0, coalesce(owner_node, '') FROM lobbies WHERE id = '{game}'");
+    let rows = psql_rows(database, &query);
+    rows.into_iter()
+        .map(|(_, owner)| owner)
+        .find(|owner| !owner.is_empty())
+}
+
+/// The two columns of each row `query` returns, as text.
+fn psql_rows(database: &TestDatabase, query: &str) -> Vec<(String, String)> {
     let output = Command::new("psql")
-        .args([database.url().as_str(), "-At", "-F", "\t", "-c", &query])
+        .args([database.url().as_str(), "-At", "-F", "\t", "-c", query])
         .output()
         .expect("psql runs");
     assert!(
@@ -503,8 +575,8 @@ pub fn move_log(database: &TestDatabase, game: &str) -> Vec<(u64, String)> {
         .expect("text")
         .lines()
         .map(|line| {
-            let (seq, id) = line.split_once('\t').expect("two columns");
-            (seq.parse().expect("a seq"), id.to_owned())
+            let (first, second) = line.split_once('\t').expect("two columns");
+            (first.to_owned(), second.to_owned())
         })
         .collect()
 }
@@ -512,24 +584,28 @@ pub fn move_log(database: &TestDatabase, game: &str) -> Vec<(u64, String)> {
 /// A game played by roaming clients: two players and a spectator.
 pub struct RoamingGame {
     pub id: String,
+    /// When it was opened: nothing of it happened before.
+    pub opened: SystemTime,
     pub clients: Vec<tokio::task::JoinHandle<RoamingReport>>,
     /// Counts this game's acknowledged commands.
     pub acked: Arc<AtomicU64>,
 }
 
 impl RoamingGame {
-    /// Creates a game on one node of `http_bases`, joins it on the next, starts it on the
-    /// one after, and sets its two players and a spectator playing, each preferring a
-    /// different node.
+    /// Creates a game of `rules` on one node of `http_bases`, joins it on the next, starts
+    /// it on the one after, and sets its two players and a spectator playing, each
+    /// preferring a different node.
     pub async fn open(
         http_bases: &[String],
         number: usize,
         nodes: &LiveNodes,
         acked_total: &Arc<AtomicU64>,
         think: Duration,
+        rules: Value,
     ) -> RoamingGame {
+        let opened = SystemTime::now();
         let on = |offset: usize| Api::new(http_bases[(number + offset) % http_bases.len()].clone());
-        let creator = on(0).create_lobby("creator", 2, json!({})).await;
+        let creator = on(0).create_lobby("creator", 2, rules).await;
         let joiner = on(1).join(&creator.lobby, "joiner").await;
         let lobby = on(2).start(&creator).await;
         assert_eq!(lobby["status"], "playing", "{lobby}");
@@ -553,6 +629,7 @@ impl RoamingGame {
             .collect();
         RoamingGame {
             id: creator.lobby,
+            opened,
             clients,
             acked,
         }

@@ -14,12 +14,15 @@
 //! * [`cluster`]: several nodes on one Postgres and NATS, and clients that roam between
 //!   them when nodes stop.
 //! * [`nats`]: a NATS server of the test's own, to stop and start again.
+//! * [`outages`]: what nodes' and NATS's outages cost games: how long a frozen node's
+//!   games waited for another node, and moves that reached clients late.
 
 pub mod browser;
 pub mod client;
 pub mod cluster;
 pub mod database;
 pub mod nats;
+pub mod outages;
 pub mod proxy;
 pub mod raw;
 pub mod server;

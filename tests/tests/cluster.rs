@@ -10,6 +10,7 @@ use carcassonne_tests::cluster::{
 };
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::server::TestServer;
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -37,7 +38,14 @@ async fn games_survive_a_node_stopping_and_another_dying() {
     let mut games = Vec::new();
     for number in 0..GAMES {
         let bases: Vec<String> = servers.iter().map(TestServer::http).collect();
-        let game = RoamingGame::open(&bases, number, &nodes, &acked_total, Duration::ZERO);
+        let game = RoamingGame::open(
+            &bases,
+            number,
+            &nodes,
+            &acked_total,
+            Duration::ZERO,
+            json!({}),
+        );
         games.push(game.await);
     }
     let started = Instant::now();

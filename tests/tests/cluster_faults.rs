@@ -1,17 +1,25 @@
 //! Cluster mode under the faults that once misled clients, each from outside as an
 //! operator would cause it: an owner frozen (SIGSTOP) while its write is in flight, an
-//! update published while NATS restarts, a shutdown while NATS is away, and a single
-//! node pointed at a live cluster's database.
+//! owner of many games frozen while every node's database is slow, an update published
+//! while NATS restarts, a shutdown while NATS is away, and a single node pointed at a
+//! live cluster's database.
 
 use carcassonne_tests::client::{Api, WsClient};
-use carcassonne_tests::cluster::{move_log, nats_or_skip, start_node, start_node_on};
+use carcassonne_tests::cluster::{
+    LiveNodes, RoamingGame, assert_clients_agree_with_the_log, move_log, move_times, nats_or_skip,
+    nats_url, owner_of, start_node, start_node_on, start_node_with,
+};
 use carcassonne_tests::database::TestDatabase;
 use carcassonne_tests::nats::TestNats;
+use carcassonne_tests::outages::{self, Outages, Ownership, STALL};
 use carcassonne_tests::proxy::TcpProxy;
 use carcassonne_tests::server::TestServer;
 use carcassonne_tests::table::Table;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Short leases, so that a frozen owner's games are taken over within seconds.
 const LEASE_TTL: &str = "2s";
@@ -179,6 +187,382 @@ async fn a_frozen_owner_never_acks_or_broadcasts_a_move_it_cannot_prove() {
     );
     let log = n1.log();
     assert!(log.contains("this node no longer owns the game"), "{log}");
+}
+
+/// Games the paused owner holds in the take-over test: taken one at a time, each at
+/// several of the slow database's round trips, they took the others most of a minute.
+const PAUSED_GAMES: usize = 30;
+/// Games the other nodes own in the take-over test, played on them throughout.
+const LIVE_GAMES: usize = 2;
+/// The tiles a game of the live nodes places: long enough to be played throughout the
+/// take-over, short enough to end soon after.
+const LIVE_GAME_TILES: u32 = 16;
+/// How many commands of the live nodes' games may be refused as unavailable while the
+/// database answers: a room whose node has not renewed its lease lately asks for a
+/// renewal before it refuses anything, and may give up waiting for one, when each of
+/// the renewal's round trips takes 150 ms (about once a game). Taking games over must
+/// not make it so for every command: it once refused about two commands in three.
+const UNAVAILABLE_ALLOWED: usize = 2 * LIVE_GAMES + 2;
+/// How long each reply of the database takes to reach every node in the take-over test.
+const SLOW_DATABASE: Duration = Duration::from_millis(150);
+/// A player who hears nothing from its node for this long gives it up for another.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(5);
+/// Within this long of the pause every game must be another node's: the lease (2 s)
+/// and two seconds (its owner renewed it at most a second before the pause), and a
+/// second for a busy machine.
+const TAKEN_OVER_WITHIN: Duration = Duration::from_secs(5);
+/// Within this long of the pause another node must have acknowledged every player's
+/// command: the player's own 5 s of patience, then the lease (2 s) and two seconds
+/// have long passed, and the rest is room for the slow database and a busy machine.
+const ACKED_ELSEWHERE_WITHIN: Duration = Duration::from_secs(10);
+/// Within this long of the pause a spectator that asks another node at once must be
+/// served there: the lease and two seconds to take the game over, a reconnection at
+/// the slow database's pace, and room for a busy machine.
+const SERVED_ELSEWHERE_WITHIN: Duration = Duration::from_secs(7);
+
+/// Issue 48: an owner of many games is paused while every node reaches the database
+/// 150 ms late. The others must take all of its games over within about the lease and
+/// two seconds (5 s), not one game at a time (each several round trips, so most of a
+/// minute), and their own games must go on meanwhile without a stall. Each of the
+/// paused owner's games has its mover send a command to the frozen owner, give up after
+/// 5 s, and send it again elsewhere; a spectator of every third game asks elsewhere at
+/// once. Every command must be acknowledged by another node within 10 s of the pause,
+/// and every spectator served within 7 s. Short games owned by
+/// the other nodes are played by roaming clients throughout: every move of theirs must
+/// reach every client within 3 s, and their commands must not be refused as
+/// unavailable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_slow_database_a_paused_owners_games_move_in_seconds_and_others_never_stall() {
+    let Some(database) = TestDatabase::postgres_or_skip() else {
+        return;
+    };
+    if !nats_or_skip() {
+        return;
+    }
+    let cluster = SlowCluster::start(&database).await;
+    let (owner, elsewhere) = (&cluster.nodes[0], cluster.addresses_but_the_first());
+    let (mut movers, opened) = (Vec::new(), SystemTime::now());
+    for _ in 0..PAUSED_GAMES {
+        movers.push(WaitingMover::on(owner).await);
+    }
+    let paused_games: Vec<String> = movers.iter().map(|mover| mover.game.clone()).collect();
+    let live_games = cluster.play_on_all_but_the_first(&database).await;
+    cluster.slow_down();
+    // The owner renews every third of its lease: let it renew once at this pace.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    owner.pause();
+    let (paused, frozen) = (Instant::now(), SystemTime::now());
+
+    let mut spectators = tokio::task::JoinSet::new();
+    for (number, mover) in movers.iter().enumerate().filter(|(n, _)| n % 3 == 0) {
+        let order = [elsewhere[number % 2], elsewhere[(number + 1) % 2]];
+        spectators.spawn(served_elsewhere(mover.game.clone(), order));
+    }
+    let mut acks = tokio::task::JoinSet::new();
+    for (number, mover) in movers.into_iter().enumerate() {
+        let order = [elsewhere[number % 2], elsewhere[(number + 1) % 2]];
+        acks.spawn(mover.acked_elsewhere(order, paused));
+    }
+    let served = spectators.join_all().await;
+    let acked = acks.join_all().await;
+    eprintln!(
+        "after the pause: spectators served in {}; commands acknowledged in {}",
+        spread(&served),
+        spread(&acked)
+    );
+    let mut outages = Outages::default();
+    outages.node_frozen(
+        &cluster.names[0],
+        owner.address,
+        (frozen, SystemTime::now()),
+    );
+    let logs: String = cluster.nodes.iter().map(TestServer::log).collect();
+    let first_owner = &cluster.names[0];
+    let ownerships: Vec<Ownership> = paused_games
+        .iter()
+        .map(|game| Ownership::from_logs(game, opened, first_owner, &logs))
+        .collect();
+    let waits = outages::takeover_waits(&ownerships, &outages);
+    let taken: Vec<Duration> = waits.iter().filter_map(|(_, wait)| *wait).collect();
+    assert_eq!(
+        taken.len(),
+        PAUSED_GAMES,
+        "every game was taken over: {waits:?}"
+    );
+    eprintln!(
+        "the paused owner's games were taken over in {}",
+        spread(&taken)
+    );
+    let harm = live_games.harm(&cluster, &database, &outages).await;
+    owner.resume();
+    let slowest_taken = taken.iter().max().expect("games");
+    assert!(
+        *slowest_taken <= TAKEN_OVER_WITHIN,
+        "a game was taken over only {slowest_taken:?} after the pause"
+    );
+    let slowest_served = served.iter().max().expect("spectators");
+    let slowest_acked = acked.iter().max().expect("movers");
+    assert!(
+        *slowest_served <= SERVED_ELSEWHERE_WITHIN,
+        "a spectator was served elsewhere only {slowest_served:?} after the pause"
+    );
+    assert!(
+        *slowest_acked <= ACKED_ELSEWHERE_WITHIN,
+        "a command was acknowledged elsewhere only {slowest_acked:?} after the pause"
+    );
+    assert!(
+        harm.stalls.is_empty(),
+        "moves of live nodes' games came late: {:?}",
+        harm.stalls
+    );
+    assert!(
+        harm.unavailable <= UNAVAILABLE_ALLOWED,
+        "{} commands of live nodes' games were refused as unavailable",
+        harm.unavailable
+    );
+}
+
+/// Three nodes, each reaching Postgres through a proxy of its own.
+struct SlowCluster {
+    proxies: Vec<TcpProxy>,
+    names: Vec<String>,
+    nodes: Vec<TestServer>,
+}
+
+impl SlowCluster {
+    async fn start(database: &TestDatabase) -> SlowCluster {
+        let tag = tag();
+        let mut cluster = SlowCluster {
+            proxies: Vec::new(),
+            names: Vec::new(),
+            nodes: Vec::new(),
+        };
+        for number in 0..3 {
+            let proxy = TcpProxy::start("127.0.0.1:5432".parse().unwrap()).await;
+            let url = database.url_through_port(proxy.port);
+            let name = format!("slow-{tag}-{number}");
+            // Every client of the test comes from one address.
+            let many_clients = ["--max-pending-connections-per-ip", "1000"];
+            let nats = nats_url();
+            let node = start_node_with(&url, &nats, &name, LEASE_TTL, &many_clients);
+            cluster.nodes.push(node.await);
+            cluster.names.push(name);
+            cluster.proxies.push(proxy);
+        }
+        cluster
+    }
+
+    fn slow_down(&self) {
+        for proxy in &self.proxies {
+            proxy.delay_replies(SLOW_DATABASE);
+        }
+    }
+
+    fn addresses_but_the_first(&self) -> Vec<SocketAddr> {
+        self.nodes[1..].iter().map(|node| node.address).collect()
+    }
+
+    /// Short games on every node but the first, each owned by one of them and played by
+    /// clients that roam between them.
+    async fn play_on_all_but_the_first(&self, database: &TestDatabase) -> LiveGames {
+        let bases: Vec<String> = self.nodes[1..].iter().map(TestServer::http).collect();
+        let nodes = LiveNodes::new(self.addresses_but_the_first());
+        let acked = Arc::new(AtomicU64::new(0));
+        let rules = json!({ "tile_limit": LIVE_GAME_TILES });
+        let think = Duration::from_millis(100);
+        let mut games = Vec::new();
+        for number in 0..LIVE_GAMES {
+            let opening = RoamingGame::open(&bases, number, &nodes, &acked, think, rules.clone());
+            let game = opening.await;
+            let owner = owner_of(database, &game.id).expect("a new game has its owner");
+            games.push((game, owner));
+        }
+        LiveGames(games)
+    }
+}
+
+/// Games of the live nodes of the take-over test, with the node that owned each first.
+struct LiveGames(Vec<(RoamingGame, String)>);
+
+/// What went wrong for the live nodes' games of the take-over test.
+#[derive(Debug, Default)]
+struct Harm {
+    /// Moves that reached a client late: game, `seq`, how late.
+    stalls: Vec<(String, u64, Duration)>,
+    /// Commands refused as "try again" though the database answered all along.
+    unavailable: usize,
+}
+
+impl LiveGames {
+    /// Waits for the games to end, checks them, and says what harm came to them.
+    async fn harm(self, cluster: &SlowCluster, database: &TestDatabase, outages: &Outages) -> Harm {
+        let logs: String = cluster.nodes.iter().map(TestServer::log).collect();
+        let mut harm = Harm::default();
+        for (game, first_owner) in self.0 {
+            let (id, opened) = (game.id.clone(), game.opened);
+            let ended = tokio::time::timeout(TRYING_FOR, game.reports());
+            let reports = ended.await.expect("the live nodes' games end");
+            let logged = move_log(database, &id);
+            assert_clients_agree_with_the_log(&id, &reports, &logged);
+            let ownership = Ownership::from_logs(&id, opened, &first_owner, &logs);
+            let made = move_times(database, &id);
+            let lateness = outages::lateness(&reports, &made, &ownership, outages);
+            let latest = lateness.iter().map(|late| late.late).max();
+            let refusals = reports.iter().flat_map(|report| &report.refused);
+            let unavailable = refusals
+                .filter(|(_, code)| code == "storage_unavailable" || code == "shutting_down")
+                .count();
+            eprintln!(
+                "{id}: {} moves, the latest {latest:.1?} late; {unavailable} commands refused \
+                 as unavailable",
+                made.len()
+            );
+            harm.unavailable += unavailable;
+            let late = lateness.into_iter().filter(|late| late.late > STALL);
+            harm.stalls
+                .extend(late.map(|late| (id.clone(), late.seq, late.late)));
+        }
+        harm
+    }
+}
+
+/// The fastest, median and slowest of `times`.
+fn spread(times: &[Duration]) -> String {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    format!(
+        "{:.1?} to {:.1?} (median {:.1?})",
+        sorted[0],
+        sorted[sorted.len() - 1],
+        sorted[sorted.len() / 2]
+    )
+}
+
+/// How long a take-over test client waits for any one answer before it tries again:
+/// long enough for a request through a stand-in to a frozen owner to time out.
+const ATTEMPT_PATIENCE: Duration = Duration::from_secs(8);
+/// How long after the pause a take-over test client stops trying: far past the bounds,
+/// so that a slow take-over is measured rather than cut short.
+const TRYING_FOR: Duration = Duration::from_secs(90);
+
+/// A game of the take-over test: started on the owner, its first mover connected there.
+struct WaitingMover {
+    game: String,
+    token: String,
+    client: WsClient,
+    command: Value,
+}
+
+impl WaitingMover {
+    /// Opens a two-player game on `owner` and connects its first mover there.
+    async fn on(owner: &TestServer) -> WaitingMover {
+        let api = Api::new(owner.http());
+        let creator = api.create_lobby("ann", 2, json!({})).await;
+        api.join(&creator.lobby, "bob").await;
+        api.start(&creator).await;
+        let client =
+            WsClient::join(&owner.ws_url(&creator.lobby), Some(&creator.token), None).await;
+        let mut mover = WaitingMover {
+            game: creator.lobby.clone(),
+            token: creator.token,
+            client,
+            command: Value::Null,
+        };
+        mover.client.next_of("snapshot").await;
+        assert_eq!(
+            mover.client.state["game"]["turn"]["player"], 0,
+            "seat 0 begins"
+        );
+        let legal = mover.client.legal_moves.clone().expect("seat 0 to move");
+        let seq = mover.client.seq.expect("a started game");
+        mover.command = json!({"type": "command", "id": "first", "seq": seq, "move": legal[0]});
+        mover
+    }
+
+    /// Sends the command to the frozen owner, gives it up after [`GIVE_UP_AFTER`] of
+    /// silence, then sends it again to the nodes of `order` in turn until one
+    /// acknowledges it: how long after `paused` that was.
+    async fn acked_elsewhere(mut self, order: [SocketAddr; 2], paused: Instant) -> Duration {
+        self.client.send(self.command.clone()).await;
+        let (heard, _) = self.client.rest_until_closed(GIVE_UP_AFTER).await;
+        let answered = heard.iter().any(|message| message["type"] == "ack");
+        assert!(!answered, "the frozen owner answered: {heard:?}");
+        for attempt in 0.. {
+            assert!(
+                paused.elapsed() < TRYING_FOR,
+                "{}: never acknowledged elsewhere",
+                self.game
+            );
+            let url = format!("ws://{}/ws/games/{}", order[attempt % 2], self.game);
+            match self.send_to(&url).await {
+                Some(reply) if reply["type"] == "ack" => return paused.elapsed(),
+                Some(reply) => assert_retry(&reply),
+                None => {}
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        unreachable!()
+    }
+
+    /// Says hello at `url` as the mover (resuming where it was) and sends the command
+    /// again: the reply to the command, or the refusal of the hello. None when the
+    /// connection could not be made, or closed, or went quiet for [`ATTEMPT_PATIENCE`].
+    async fn send_to(&self, url: &str) -> Option<Value> {
+        let connecting = tokio::time::timeout(ATTEMPT_PATIENCE, WsClient::try_connect(url));
+        let mut client = connecting.await.ok()?.ok()?;
+        client.state = self.client.state.clone();
+        client.seq = self.client.seq;
+        let hello = json!({"type": "hello", "token": self.token, "last_seq": client.seq});
+        client.try_send_text(hello.to_string()).await.ok()?;
+        let welcome = client.try_next(ATTEMPT_PATIENCE).await?;
+        if welcome["type"] != "welcome" {
+            return Some(welcome);
+        }
+        client.try_send_text(self.command.to_string()).await.ok()?;
+        loop {
+            let message = client.try_next(ATTEMPT_PATIENCE).await?;
+            let answers = matches!(message["type"].as_str(), Some("ack" | "rejected"));
+            if answers && message["id"] == self.command["id"] {
+                return Some(message);
+            }
+        }
+    }
+}
+
+/// Fails on any answer but "try again shortly".
+fn assert_retry(reply: &Value) {
+    let code = &reply["error"]["code"];
+    assert!(
+        code == "shutting_down" || code == "storage_unavailable",
+        "{reply}"
+    );
+}
+
+/// A spectator of `game` that asks the nodes of `order` in turn, from the moment the
+/// owner froze, until one welcomes it: how long that took.
+async fn served_elsewhere(game: String, order: [SocketAddr; 2]) -> Duration {
+    let asked = Instant::now();
+    for attempt in 0.. {
+        assert!(
+            asked.elapsed() < TRYING_FOR,
+            "{game}: never served elsewhere"
+        );
+        let url = format!("ws://{}/ws/games/{game}", order[attempt % 2]);
+        let welcome = async {
+            let connecting = tokio::time::timeout(ATTEMPT_PATIENCE, WsClient::try_connect(&url));
+            let mut client = connecting.await.ok()?.ok()?;
+            let hello = json!({"type": "hello"});
+            client.try_send_text(hello.to_string()).await.ok()?;
+            client.try_next(ATTEMPT_PATIENCE).await
+        };
+        match welcome.await {
+            Some(welcome) if welcome["type"] == "welcome" => return asked.elapsed(),
+            Some(refusal) => assert_retry(&refusal),
+            None => {}
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    unreachable!()
 }
 
 /// Seat 0 plays on the owner n1, seat 1 waits on n2 through a stand-in. NATS is down

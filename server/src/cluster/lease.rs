@@ -4,8 +4,9 @@
 //! whether they may still decide their games from memory), and unloads the rooms whose
 //! lease it lost. The other takes over the games no live node holds.
 //!
-//! They are apart so that a long sweep (restoring dozens of games from their logs) can
-//! never hold up a renewal and let this node's own leases lapse.
+//! They are apart, and the keeper waits for nothing the sweep or a request holds, so
+//! that a long sweep (restoring dozens of games from their logs) or a crowd of requests
+//! for games taken over can never hold up a renewal and let this node's own leases lapse.
 //!
 //! Leases are timed by the database's clock, never a node's, so nodes whose clocks
 //! disagree still agree on who owns what. A node that cannot renew (the database is out
@@ -14,7 +15,8 @@
 //! trusting memory once the last renewal is too old, and the next renewal that works
 //! unloads them.
 
-use crate::cluster::{Cluster, take_over_orphans};
+use crate::cluster::Cluster;
+use crate::cluster::takeover::take_over_orphans;
 use crate::rooms::RoomHandle;
 use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::BootTime;
@@ -23,8 +25,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// How often a node looks for games whose owner died.
-const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// How often a node looks for games whose owner died: a game is taken over at most this
+/// long after its lease lapsed, and a few round trips to the database (see
+/// `ARCHITECTURE.md`, "Cluster mode"). Each look is one read of the live games' owners.
+const SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// Renews this node's leases until shutdown.
 pub async fn keep_leases(rooms: RoomRegistry, cluster: Cluster) {
@@ -41,7 +45,8 @@ pub async fn keep_leases(rooms: RoomRegistry, cluster: Cluster) {
     }
 }
 
-/// Takes over games whose owner stopped or died, every [`SWEEP_EVERY`], until shutdown.
+/// Takes over games whose owner stopped, died or froze, every [`SWEEP_EVERY`], until
+/// shutdown.
 pub async fn sweep_orphans(rooms: RoomRegistry, cluster: Cluster) {
     let mut sweep = tokio::time::interval(SWEEP_EVERY);
     sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -72,8 +77,13 @@ impl Keeper {
     /// it no longer holds. A game this node owns but no longer has in memory (its room
     /// panicked) would be kept from everyone: it is given up, at the second renewal that
     /// finds it so (a lobby is owned from its first row, a moment before its room starts).
+    ///
+    /// Games are taken over while this runs, and it must not wait for them: only rooms
+    /// loaded before the renewal was asked can have been lost by then (a room started
+    /// since may hold a lease the renewal's read came too early to see), and a game
+    /// owned while still claimed is being started.
     async fn renew(&mut self, rooms: &RoomRegistry, cluster: &Cluster) {
-        let _registry = crate::cluster::hold_registry(cluster).await;
+        let loaded_before = local_rooms(rooms);
         let asked = BootTime::now();
         let held = match rooms
             .store()
@@ -87,15 +97,18 @@ impl Keeper {
                 return;
             }
         };
-        let local: Vec<RoomHandle> = rooms
-            .all()
-            .into_iter()
-            .filter(|room| !room.is_remote())
-            .collect();
-        let loaded: HashSet<Uuid> = local.iter().map(|room| room.id).collect();
+        self.unload_lost(&loaded_before, &held);
+        self.release_unloaded(rooms, cluster, &held).await;
+        cluster.lease.renewed(asked, held);
+    }
+
+    /// Tells each room of `loaded_before` whose game the renewal did not find this
+    /// node's to unload. A finished game's room stays a while for its players with no
+    /// lease to hold.
+    fn unload_lost(&mut self, loaded_before: &[RoomHandle], held: &HashSet<Uuid>) {
+        let loaded: HashSet<Uuid> = loaded_before.iter().map(|room| room.id).collect();
         self.told_to_unload.retain(|id| loaded.contains(id));
-        // A finished game's room stays a while for its players with no lease to hold.
-        let unheld = local
+        let unheld = loaded_before
             .iter()
             .filter(|room| !held.contains(&room.id) && !room.has_ended());
         for room in unheld {
@@ -106,14 +119,43 @@ impl Keeper {
                 self.told_to_unload.insert(room.id);
             }
         }
-        let unloaded: HashSet<Uuid> = held.difference(&loaded).copied().collect();
+    }
+
+    /// Gives up the games of `held` that this node has had neither loaded nor claimed
+    /// at two renewals in a row. The claims are read before the rooms: a take-over
+    /// registers its room before it lets go of its claim, so a game taken by the time
+    /// of the renewal's read is seen one way or the other.
+    async fn release_unloaded(
+        &mut self,
+        rooms: &RoomRegistry,
+        cluster: &Cluster,
+        held: &HashSet<Uuid>,
+    ) {
+        let unclaimed: Vec<Uuid> = held
+            .iter()
+            .filter(|id| !cluster.claims.is_claimed(**id))
+            .copied()
+            .collect();
+        let loaded: HashSet<Uuid> = local_rooms(rooms).iter().map(|room| room.id).collect();
+        let unloaded: HashSet<Uuid> = unclaimed
+            .into_iter()
+            .filter(|id| !loaded.contains(id))
+            .collect();
         for id in unloaded.intersection(&self.unloaded) {
             tracing::warn!(game = %id, "owned a game not in memory; releasing it");
             let _ = rooms.store().release_lease(*id, &cluster.node).await;
         }
         self.unloaded = unloaded;
-        cluster.lease.renewed(asked, held);
     }
+}
+
+/// This node's own rooms, stand-ins left out.
+fn local_rooms(rooms: &RoomRegistry) -> Vec<RoomHandle> {
+    rooms
+        .all()
+        .into_iter()
+        .filter(|room| !room.is_remote())
+        .collect()
 }
 
 /// Gives up a game's lease as soon as its room stops here (a shutdown, a panic), so that

@@ -8,17 +8,21 @@
 //! them from its room and publishes each update once on `carcassonne.game.{id}.updates`.
 //!
 //! A game whose lease is free or lapsed is taken over by the first node that needs it
-//! (a request for it) or finds it (the [`lease`] keeper's sweep, every second), by
-//! replaying its move log, as at start-up. The database fences writers: a node that is
-//! not the recorded owner can never advance a game's `seq` (a trigger checks the
-//! session's node name), so two nodes that both believe they own a game cannot fork it.
+//! (a request for it) or finds it (the [`lease`] keeper's sweep, twice a second), by
+//! replaying its move log, as at start-up ([`takeover`]). The database fences writers: a
+//! node that is not the recorded owner can never advance a game's `seq` (a trigger
+//! checks the session's node name), so two nodes that both believe they own a game
+//! cannot fork it.
 //!
 //! Without `--nats` none of this runs and a single node serves everything, as before.
 
+pub mod claims;
 pub mod lease;
 pub mod relay;
 pub mod remote;
+pub mod takeover;
 
+use crate::cluster::claims::Claims;
 use crate::cluster::remote::Reaching;
 use crate::rooms::RoomHandle;
 use crate::rooms::actor::Room;
@@ -27,8 +31,10 @@ use crate::rooms::registry::RoomRegistry;
 use crate::rooms::tenure::{BootTime, NodeLease, Tenure};
 use async_nats::RequestErrorKind;
 use bytes::Bytes;
+use carcassonne_store::LeaseHolder;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 /// How a node joins a cluster.
@@ -62,10 +68,18 @@ pub struct Cluster {
     /// Counts NATS's reconnections: a stand-in that sees it change asks its owner for
     /// the `seq`, since updates published while NATS was away are lost.
     pub reconnections: tokio::sync::watch::Receiver<u64>,
-    /// Held while a game is being resolved or taken over, so that two requests for the
-    /// same unknown game never restore it twice.
-    resolving: Arc<tokio::sync::Mutex<()>>,
+    /// The games whose room this node is finding or starting now, so that two tasks
+    /// never restore one game twice.
+    claims: Arc<Claims>,
+    /// Turns for requests to ask the database about games this node has no room for.
+    resolving: Arc<Semaphore>,
 }
+
+/// How many requests for games this node has no room for may ask the database at once
+/// (who holds the lease, and a take-over when nobody does). More would take the pool's
+/// connections from the rooms and from the lease keeper, whose renewals must not wait:
+/// a renewal late by the lease's time to live loses every game of the node.
+const RESOLVING_AT_ONCE: usize = 4;
 
 impl Cluster {
     /// Connects to NATS. Fails when NATS does not answer: a node that cannot reach the
@@ -88,7 +102,8 @@ impl Cluster {
             nats,
             lease_ttl: config.lease_ttl,
             reconnections,
-            resolving: Arc::default(),
+            claims: Arc::default(),
+            resolving: Arc::new(Semaphore::new(RESOLVING_AT_ONCE)),
         })
     }
 
@@ -143,12 +158,6 @@ pub fn updates_subject(game: Uuid) -> String {
     format!("carcassonne.game.{game}.updates")
 }
 
-/// Holds off take-overs while the lease keeper compares the leases it renewed with the
-/// rooms it has, so that a game taken in between is not mistaken for one lost.
-pub async fn hold_registry(cluster: &Cluster) -> tokio::sync::MutexGuard<'_, ()> {
-    cluster.resolving.lock().await
-}
-
 /// The room for game `id` on this node: its own if it owns (or can take) the game, or a
 /// stand-in that reaches the owner, or the node where a finished game's room stays for
 /// its post-game. None when there is no live game with this id, nor a finished one whose
@@ -158,21 +167,55 @@ pub async fn resolve(
     cluster: &Cluster,
     id: Uuid,
 ) -> Result<Option<RoomHandle>, RoomError> {
-    let _resolving = cluster.resolving.lock().await;
+    let _claim = cluster.claims.claim(id).await;
     if let Some(room) = rooms.get(id) {
         return Ok(Some(room));
     }
-    let Some(holder) = rooms.store().lease_holder(id).await? else {
-        return finished_elsewhere(rooms, cluster, id).await;
-    };
-    let free =
-        holder.owner.is_none() || holder.lapsed || holder.owner.as_deref() == Some(&*cluster.node);
-    if free && let Some(room) = take_over(rooms, cluster, id).await? {
+    let _turn = cluster
+        .resolving
+        .acquire()
+        .await
+        .map_err(|_| RoomError::ShuttingDown)?;
+    match rooms.store().lease_holder(id).await? {
+        None => finished_elsewhere(rooms, cluster, id).await,
+        Some(holder) if !free_for(&holder, cluster) => reach(rooms, cluster, id).await,
+        Some(_) => take_or_reach(rooms, cluster, id).await,
+    }
+}
+
+/// Takes over game `id`, whose lease was free or lapsed a moment ago, or reaches the
+/// node that took it first.
+async fn take_or_reach(
+    rooms: &RoomRegistry,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<Option<RoomHandle>, RoomError> {
+    if let Some(room) = takeover::take_over(rooms, cluster, id).await? {
         return Ok(Some(room));
     }
+    // Taken by another node just now (reach it there), or held by its old owner's write
+    // in flight (ask again shortly).
+    match rooms.store().lease_holder(id).await? {
+        Some(holder) if !free_for(&holder, cluster) => reach(rooms, cluster, id).await,
+        _ => Err(RoomError::ShuttingDown),
+    }
+}
+
+/// A stand-in for live game `id`, which another node owns.
+async fn reach(
+    rooms: &RoomRegistry,
+    cluster: &Cluster,
+    id: Uuid,
+) -> Result<Option<RoomHandle>, RoomError> {
     remote::spawn(rooms, cluster, id, Reaching::LiveGame)
         .await
         .map(Some)
+}
+
+/// Whether this node may take a game held so: nobody holds it, its owner's lease
+/// lapsed, or it is this node's own.
+fn free_for(holder: &LeaseHolder, cluster: &Cluster) -> bool {
+    holder.owner.is_none() || holder.lapsed || holder.owner.as_deref() == Some(&*cluster.node)
 }
 
 /// A stand-in for finished game `id` when its room may still be up on the live node that
@@ -193,39 +236,6 @@ async fn finished_elsewhere(
     }
 }
 
-/// Takes game `id`'s lease and restores it from its log. None when another node holds
-/// the lease after all, or the game is no longer live.
-async fn take_over(
-    rooms: &RoomRegistry,
-    cluster: &Cluster,
-    id: Uuid,
-) -> Result<Option<RoomHandle>, RoomError> {
-    let store = rooms.store();
-    let asked = BootTime::now();
-    if !store
-        .acquire_lease(id, &cluster.node, cluster.lease_ttl)
-        .await?
-    {
-        return Ok(None);
-    }
-    let Some(live) = store.live_game(id).await? else {
-        return Ok(None);
-    };
-    match Room::restore(live, rooms.services.clone()) {
-        Ok(mut room) => {
-            room.hold_tenure(Tenure::taken(cluster.lease.clone(), asked));
-            tracing::info!(game = %id, node = %cluster.node, "took the game over");
-            rooms.metrics().cluster_event("taken_over");
-            start_owned_room(rooms, cluster, room, true).await.map(Some)
-        }
-        Err(error) => {
-            tracing::error!(game = %id, %error, "cannot restore a game to take it over");
-            let _ = store.release_lease(id, &cluster.node).await;
-            Err(RoomError::Internal)
-        }
-    }
-}
-
 /// Starts the room of a lobby just created on this node. In cluster mode the lobby is
 /// this node's from its insert; taking its lease here also renews the node's own, so the
 /// node cannot look dead to the others before its keeper's first renewal. Should the
@@ -240,8 +250,8 @@ pub async fn start_new_room(
         rooms.spawn_room(room);
         return Ok(());
     };
-    let _resolving = cluster.resolving.lock().await;
     let id = room.id();
+    let _claim = cluster.claims.claim(id).await;
     if rooms.get(id).is_some() {
         // Restored here already: a lobby is this node's from its insert, so a request
         // for it that came first found it free for this node and took it from its log.
@@ -286,29 +296,6 @@ pub async fn start_owned_room(
     );
     rooms.tasks.spawn(relay);
     Ok(handle)
-}
-
-/// Takes over every game the sweep finds unowned: the games of a node that died.
-pub async fn take_over_orphans(
-    rooms: &RoomRegistry,
-    cluster: &Cluster,
-) -> Result<usize, RoomError> {
-    let orphans = rooms.store().orphaned_games(64).await?;
-    let mut taken = 0;
-    for id in orphans {
-        let _resolving = cluster.resolving.lock().await;
-        // A stand-in for a game whose owner died gives way to the game itself.
-        if let Some(room) = rooms.get(id) {
-            if !room.is_remote() {
-                continue;
-            }
-            rooms.remove_handle(&room);
-        }
-        if take_over(rooms, cluster, id).await?.is_some() {
-            taken += 1;
-        }
-    }
-    Ok(taken)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use carcassonne_store::{
     Backend, FinalChange, LeaseHolder, LobbyStatus, SeatControl, Store, StoreError, StoreOptions,
 };
+use sqlx::Connection;
 use uuid::Uuid;
 
 use crate::common::{
@@ -323,6 +324,121 @@ async fn orphaned_games_are_the_free_and_lapsed_live_games_oldest_first() {
     .await;
 }
 
+/// A sweep takes all the orphans it found in one statement: the free, the lapsed and
+/// its own, never a game whose owner's lease is live, nor one whose row a transaction
+/// holds (an owner frozen in the middle of a write). That one is taken by a later call,
+/// once the transaction is over, without waiting for it meanwhile.
+#[tokio::test]
+async fn orphans_are_taken_together_but_never_a_live_owners_nor_a_locked_one() {
+    on_postgres("leases::taken_together", |context| async move {
+        let store = &context.store;
+        let mut games = Vec::new();
+        for _ in 0..5 {
+            games.push(playing_game(store, &[seat(0, "Ada", None)]).await.id);
+        }
+        let [free, lapsed, own, held, locked] = games[..] else {
+            unreachable!()
+        };
+        assert!(store.acquire_lease(lapsed, "c", TINY).await.unwrap());
+        assert!(store.acquire_lease(locked, "c", TINY).await.unwrap());
+        assert!(store.acquire_lease(own, "b", LONG).await.unwrap());
+        assert!(store.acquire_lease(held, "a", LONG).await.unwrap());
+        tokio::time::sleep(PAST_TINY).await;
+        let mut writer = sqlx::PgConnection::connect(&context.url).await.unwrap();
+        let lock = format!("BEGIN; SELECT 1 FROM lobbies WHERE id = '{locked}' FOR UPDATE");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(lock))
+            .execute(&mut writer)
+            .await
+            .unwrap();
+
+        let asked = [free, lapsed, own, held, locked, Uuid::new_v4()];
+        let mut taken = store.acquire_leases(&asked, "b", LONG).await.unwrap();
+        taken.sort();
+        let mut expected = vec![free, lapsed, own];
+        expected.sort();
+        assert_eq!(taken, expected);
+        assert_eq!(
+            store.lease_holder(held).await.unwrap(),
+            holder(Some("a"), false)
+        );
+        assert_eq!(
+            store.lease_holder(locked).await.unwrap(),
+            holder(Some("c"), true)
+        );
+        assert!(
+            store
+                .live_cluster_nodes()
+                .await
+                .unwrap()
+                .contains(&"b".to_owned())
+        );
+
+        sqlx::raw_sql("ROLLBACK")
+            .execute(&mut writer)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.acquire_leases(&[locked], "b", LONG).await.unwrap(),
+            [locked]
+        );
+        assert!(
+            store
+                .acquire_leases(&[], "b", LONG)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    })
+    .await;
+}
+
+/// A node that took games over reads them all in one round trip: exactly what
+/// `live_games` reads of them, seats, moves, chat and mutes, and nothing of the games it
+/// did not ask for or that are no longer live.
+#[tokio::test]
+async fn games_taken_over_are_read_as_live_games_reads_them() {
+    on_postgres("leases::read_taken", |context| async move {
+        let store = &context.store;
+        let open = open_lobby("waiting", EPOCH - 1_000);
+        store
+            .create_lobby(&open, &seat(0, "Ada", None))
+            .await
+            .unwrap();
+        let playing = playing_game(store, &[seat(0, "Cy", None), seat(1, "Di", None)]).await;
+        for turn in 0..3 {
+            let mv = move_row(
+                playing.seq + 1 + turn,
+                (turn % 2) as u8,
+                &format!("c{turn}"),
+            );
+            store.append_move(playing.id, &mv).await.unwrap();
+        }
+        store
+            .set_chat_mute(playing.id, 1, "seat:0", true)
+            .await
+            .unwrap();
+        let other = playing_game(store, &[seat(0, "Ed", None)]).await;
+        let finished = playing_game(store, &[seat(0, "Fy", None)]).await;
+        let mut result = finished_match(EPOCH + 1, &[], &[(None, 1)]);
+        result.id = finished.id;
+        let last = move_row(finished.seq + 1, 0, "end");
+        store
+            .finish_game(finished.id, FinalChange::Move(&last), &result)
+            .await
+            .unwrap();
+
+        let asked = [playing.id, finished.id, open.id, Uuid::new_v4()];
+        let taken = store.live_games_taken(&asked).await.unwrap();
+        let mut all = store.live_games().await.unwrap();
+        all.retain(|game| game.lobby.id != other.id);
+        assert_eq!(taken, all, "the same games, oldest first");
+        assert_eq!(taken[1].moves.len(), 3);
+        assert_eq!(taken[1].chat_mutes.len(), 1);
+        assert!(store.live_games_taken(&[]).await.unwrap().is_empty());
+    })
+    .await;
+}
+
 /// The heart of cluster mode: nodes "a" and "b" both believe they own a game, "a" holding
 /// its lease. Every write of "b" is refused and changes nothing; after "a"'s lease lapses
 /// and "b" takes it, every write of "a" is refused. The log never holds two moves under
@@ -584,6 +700,10 @@ async fn sqlite_refuses_a_node_name_and_leases() {
     assert!(config(store.finished_game_host(game.id).await.map(drop)));
     assert!(config(store.release_finished_games("a").await.map(drop)));
     assert!(config(store.orphaned_games(10).await.map(drop)));
+    assert!(config(
+        store.acquire_leases(&[game.id], "a", LONG).await.map(drop)
+    ));
+    assert!(config(store.live_games_taken(&[game.id]).await.map(drop)));
     // The game itself is written as ever.
     store
         .append_move(game.id, &move_row(game.seq + 1, 0, "c1"))
