@@ -362,7 +362,16 @@ impl RoamingClient {
     fn absorb(&self, message: &Value, mirror: &mut Mirror) -> bool {
         match message["type"].as_str() {
             Some("snapshot") => {
-                mirror.seq = message["seq"].as_u64();
+                // No client is ever sent a state older than what it has (a thawed former
+                // owner's memory, say): it said so in its hello, or was sent it.
+                let seq = message["seq"].as_u64();
+                assert!(
+                    seq >= mirror.seq,
+                    "{}: a snapshot at {seq:?} rolled back a client at {:?}",
+                    self.game,
+                    mirror.seq
+                );
+                mirror.seq = seq;
                 mirror.state = message["state"].clone();
                 mirror.legal = legal_moves_of(message);
                 mirror.record_state();

@@ -1,18 +1,20 @@
 //! A bounded soak of cluster mode: three nodes on one Postgres (each reaching it through
 //! a proxy that delays every reply by 40 ms, so that writes are in flight when a fault
 //! strikes) and a NATS of the test's own, each node owning a few idle games from the
-//! start (so that each fault moves many games), games played end to end by roaming clients
-//! that think a little before each move, while, one after another, a node is
-//! frozen (SIGSTOP) past its lease and its writes' timeouts and resumed, a node is killed (SIGKILL) and started
-//! again under its name, a node is drained (SIGTERM) and started again, NATS is
-//! restarted, and, while the database takes 150 ms a reply, a node is frozen with its
-//! writes in flight (issue 48). Games are opened as others end. Once the faults stop,
-//! every game must finish, and every client's view must agree with the others' and with
-//! the database: no fork, no lost update (a client that waits too long fails), no
-//! phantom acknowledgement, no refusal of a command that was applied. Every game a
-//! frozen node owned must have been taken over by another within 8 s, and no committed
-//! move may have reached a client more than 3 s late while the client sat on a live
-//! node and the game's owner was up (see `carcassonne_tests::outages`).
+//! start (so that each fault moves many games), games played end to end by roaming
+//! clients that think a little before each move, while, one after another, a node is
+//! frozen (SIGSTOP) past its lease and its writes' timeouts and resumed, a node is
+//! killed (SIGKILL) and started again under its name, a node is drained (SIGTERM) and
+//! started again, NATS is restarted, and, while the database takes 150 ms a reply, a
+//! node is frozen with its writes in flight (issue 48). Games are opened as others end.
+//! Once the faults stop, every game must finish, and every client's view must agree with
+//! the others' and with the database: no fork, no lost update (a client that waits too
+//! long fails), no phantom acknowledgement, no refusal of a command that was applied, no
+//! state older than what a client had (a rolled-back snapshot fails at once), no game
+//! stuck. Every game a frozen node owned must have been taken over by another within
+//! 8 s, and no committed move may have reached a client more than 3 s late while the
+//! client sat on a live node and the game's owner was up (see
+//! `carcassonne_tests::outages`).
 //!
 //! `SOAK_SECONDS` sets how long faults are made (60 by default, as CI runs it).
 
